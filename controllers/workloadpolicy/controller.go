@@ -1,0 +1,114 @@
+// Package workloadpolicy keeps the status of WorkloadPolicy objects: how many namespaces each one
+// governs now and whether it is valid (Ready).
+package workloadpolicy
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// ConditionReady is the status condition saying the policy is valid and in force.
+const ConditionReady = "Ready"
+
+// Reconciler updates WorkloadPolicy status.
+type Reconciler struct {
+	client   client.Client
+	recorder record.EventRecorder
+}
+
+// NewReconciler builds a Reconciler from the manager's cached client.
+func NewReconciler(mgr ctrl.Manager) *Reconciler {
+	return &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("hyperbatch-workloadpolicy")}
+}
+
+// SetupWithManager watches policies, and namespaces because a namespace's labels decide which
+// policies govern it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("workloadpolicy").
+		For(&hbv1.WorkloadPolicy{}).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
+		Complete(r)
+}
+
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list hbv1.WorkloadPolicyList
+	if err := r.client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "listing WorkloadPolicies for a namespace change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+// Reconcile recomputes one policy's status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p hbv1.WorkloadPolicy
+	if err := r.client.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+
+	sel, selErr := SelectorOf(&p)
+	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Valid",
+		Message: "policy is valid and governs the namespaces its selector matches", ObservedGeneration: p.Generation}
+	if selErr != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InvalidNamespaceSelector", selErr.Error()
+		status.MatchingNamespaces = 0
+	} else {
+		var nss corev1.NamespaceList
+		if err := r.client.List(ctx, &nss); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing namespaces: %w", err)
+		}
+		var n int32
+		for i := range nss.Items {
+			if sel.Matches(labels.Set(nss.Items[i].Labels)) {
+				n++
+			}
+		}
+		status.MatchingNamespaces = n
+	}
+	changed := apimeta.SetStatusCondition(&status.Conditions, cond)
+	if !changed && status.MatchingNamespaces == p.Status.MatchingNamespaces && status.ObservedGeneration == p.Status.ObservedGeneration {
+		return ctrl.Result{}, nil
+	}
+	if changed && cond.Status == metav1.ConditionFalse {
+		r.recorder.Event(&p, corev1.EventTypeWarning, cond.Reason, cond.Message)
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Status = *status
+	if err := r.client.Status().Patch(ctx, &p, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("updating status of WorkloadPolicy %s: %w", p.Name, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SelectorOf turns a policy's namespaceSelector into a labels.Selector; an empty selector matches all.
+func SelectorOf(p *hbv1.WorkloadPolicy) (labels.Selector, error) {
+	if p.Spec.NamespaceSelector == nil {
+		return labels.Everything(), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.namespaceSelector is invalid: %w", err)
+	}
+	return sel, nil
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds hyperbatch's development binaries from Go modules into bin/ (git-ignored).
+#
+#   hack/tools.sh [tool ...]     tools: etcd kube-apiserver kube-controller-manager kubectl kwok
+#                                       controller-gen helm golangci-lint   (default: all)
+#
+# Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
+# the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
+# or its stamp (the pinned version plus a hash of the group's go.mod/go.sum) no longer matches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BIN=${HYPERBATCH_BIN:-$ROOT/bin}
+mkdir -p "$BIN"
+
+die() { echo "hack/tools.sh: $*" >&2; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH. Install Go (the version go.mod names)  (https://go.dev/dl) and retry."
+# The Go version the product's go.mod asks for is the floor for every tool too.
+need=$(awk '$1=="go"{print $2; exit}' go.mod)
+gov=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$need" "$gov" | sort -V | head -n1)" != "$need" ]; then
+  die "Go $gov is too old: go.mod needs Go $need or newer (k8s.io/kubernetes v1.34 and its dependencies). Install Go $need+ from https://go.dev/dl, or set GOTOOLCHAIN=auto, and retry."
+fi
+
+K8S_VERSION=v1.34.1
+K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
+
+# tool -> "group package ldflags"
+declare -A GROUP PKG
+GROUP[etcd]=etcd;                    PKG[etcd]=go.etcd.io/etcd/server/v3
+GROUP[kube-apiserver]=k8s;           PKG[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+GROUP[kube-controller-manager]=k8s;  PKG[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+GROUP[kubectl]=k8s;                  PKG[kubectl]=k8s.io/kubernetes/cmd/kubectl
+GROUP[kwok]=kwok;                    PKG[kwok]=sigs.k8s.io/kwok/cmd/kwok
+GROUP[controller-gen]=gen;           PKG[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+GROUP[helm]=gen;                     PKG[helm]=helm.sh/helm/v3/cmd/helm
+GROUP[golangci-lint]=lint;           PKG[golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint"
+
+stamp_of() { # tool -> stamp text
+  local dir=hack/tools/${GROUP[$1]}
+  echo "$1 ${PKG[$1]} $(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16) $(go env GOVERSION)"
+}
+
+build() {
+  local tool=$1 dir=hack/tools/${GROUP[$1]} out=$BIN/$1 stampf=$BIN/.$1.stamp want
+  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL"
+  want=$(stamp_of "$tool")
+  if [ -x "$out" ] && [ -f "$stampf" ] && [ "$(cat "$stampf")" = "$want" ]; then
+    echo "  $tool: up to date ($out)"
+    return 0
+  fi
+  local ldflags="-s -w"
+  [ "${GROUP[$tool]}" = k8s ] && ldflags=$K8S_LDFLAGS
+  local start=$SECONDS log
+  log=$(mktemp)
+  echo "  $tool: building ${PKG[$tool]} (pinned in $dir/go.mod) ..."
+  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "${PKG[$tool]}") >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    rm -f "$out.tmp" "$log"
+    die "building $tool failed (see the compiler output above). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that $dir/go.sum is intact (cd $dir && go mod verify), then run 'make tools' again."
+  fi
+  rm -f "$log"
+  mv "$out.tmp" "$out"
+  echo "$want" > "$stampf"
+  echo "  $tool: built in $((SECONDS - start))s"
+}
+
+tools=("$@")
+[ ${#tools[@]} -gt 0 ] || read -r -a tools <<< "$ALL"
+total=$SECONDS
+for t in "${tools[@]}"; do build "$t"; done
+echo "tools ready in $BIN ($((SECONDS - total))s)"
