@@ -1,0 +1,73 @@
+# hyperbatch — the README's two commands are `make run` (local cluster + hyperbatch + demo) and
+# `make test` (unit + integration against a real kube-apiserver). Both install what they need.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+BIN        := $(CURDIR)/bin
+GO         ?= go
+NODES      ?= 16
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen
+GOTEST_FLAGS ?= -count=1 -timeout=40m
+PKGS       ?= ./...
+
+export KUBEBUILDER_ASSETS := $(BIN)
+export HYPERBATCH_BIN := $(BIN)
+
+.PHONY: build
+build: ## Build bin/manager and bin/scheduler.
+	$(GO) build -o $(BIN)/manager ./cmd/manager
+	$(GO) build -o $(BIN)/scheduler ./cmd/scheduler
+
+.PHONY: tools
+tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint) into bin/.
+	hack/tools.sh
+
+.PHONY: test-tools
+test-tools:
+	hack/tools.sh $(TEST_TOOLS)
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code and our CRD (config/crd/) with controller-gen.
+	hack/tools.sh controller-gen
+	$(BIN)/controller-gen object paths=./api/...
+	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=config/crd
+
+.PHONY: verify-generate
+verify-generate: generate ## Fail when generated files are out of date.
+	@git diff --quiet -- api config/crd || { git --no-pager diff --stat -- api config/crd; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
+
+.PHONY: crds
+crds: ## Gather the Volcano, Karmada and JobSet CRDs from the Go module cache into _output/crds/.
+	hack/crds.sh
+
+.PHONY: test
+test: test-tools crds build ## Unit and integration tests (real etcd + kube-apiserver from bin/).
+	$(GO) vet ./...
+	$(GO) test -json $(GOTEST_FLAGS) $(PKGS) | $(GO) run ./hack/testsummary
+
+.PHONY: run
+run: test-tools crds build ## Start the local cluster with hyperbatch and a demo workload (stop it with `make down`).
+	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN)
+
+.PHONY: down
+down: ## Stop everything `make run` started.
+	$(GO) run ./hack/localcluster down
+
+.PHONY: lint
+lint: ## golangci-lint (config in .golangci.yml).
+	hack/tools.sh golangci-lint
+	$(BIN)/golangci-lint run ./...
+
+.PHONY: bench
+bench: test-tools crds ## Benchmarks under bench/; results land in bench/results/.
+	mkdir -p bench/results
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/... | tee bench/results/latest.txt
+
+.PHONY: e2e-kind
+e2e-kind: ## End-to-end suite on kind (needs Docker and internet; not run in CI here).
+	test/kind/run.sh
+
+.PHONY: help
+help:
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-16s %s\n", $$1, $$2}'

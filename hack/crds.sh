@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Gathers the CustomResourceDefinitions of the projects hyperbatch works with from the Go module cache
+# into _output/crds/ (git-ignored) — nothing upstream is copied into the repository:
+#   volcano/   volcano.sh/volcano config/crd/volcano/bases (Jobs, PodGroups, Queues, HyperNodes, ...)
+#   karmada/   github.com/karmada-io/karmada charts/karmada/_crds/bases/{policy,work}
+#   jobset/    sigs.k8s.io/jobset config/components/crd/bases
+#   training/  the HyperJob CRD, which Volcano does not publish: generated with controller-gen from
+#              volcano.sh/apis pkg/apis/training/v1alpha1
+# Re-running is cheap: the output is rebuilt only when the pinned versions change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${CRDS_DIR:-_output/crds}
+BIN=${HYPERBATCH_BIN:-$PWD/bin}
+
+VOLCANO=volcano.sh/volcano@v1.14.0-alpha.0
+VOLCANO_APIS=volcano.sh/apis@v1.14.0
+KARMADA=github.com/karmada-io/karmada@v1.16.0
+JOBSET=sigs.k8s.io/jobset@v0.10.1
+stamp="$VOLCANO $VOLCANO_APIS $KARMADA $JOBSET $(sha256sum hack/crds.sh | cut -c1-16)"
+
+die() { echo "hack/crds.sh: $*" >&2; exit 1; }
+
+if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
+  echo "upstream CRDs up to date in $OUT"
+  exit 0
+fi
+
+moddir() { # module@version -> its directory in the module cache (downloads it if needed)
+  local dir
+  dir=$(go mod download -json "$1" 2>/dev/null | awk -F'"' '/"Dir":/{print $4}')
+  [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check the proxy settings (GOPROXY, GOFLAGS=-mod=mod) and retry."
+  echo "$dir"
+}
+
+copy_yaml() { # src-dir dst-dir
+  [ -d "$1" ] || die "expected CRD directory $1 is missing from the module; the pinned version may have moved it."
+  mkdir -p "$2"
+  local n=0 f
+  for f in "$1"/*.yaml; do
+    [ -e "$f" ] || continue
+    grep -q '^kind: CustomResourceDefinition' "$f" || continue
+    install -m 0644 "$f" "$2/"
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || die "no CRD YAML found in $1"
+}
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+v=$(moddir $VOLCANO); k=$(moddir $KARMADA); j=$(moddir $JOBSET); moddir $VOLCANO_APIS >/dev/null
+
+copy_yaml "$v/config/crd/volcano/bases" "$OUT/volcano"
+copy_yaml "$k/charts/karmada/_crds/bases/policy" "$OUT/karmada"
+copy_yaml "$k/charts/karmada/_crds/bases/work" "$OUT/karmada"
+copy_yaml "$j/config/components/crd/bases" "$OUT/jobset"
+
+[ -x "$BIN/controller-gen" ] || hack/tools.sh controller-gen
+mkdir -p "$OUT/training"
+# maxDescLen=0: the HyperJob embeds whole Volcano Job specs (pod templates); descriptions would make the
+# CRD larger than the apiserver accepts for one object.
+"$BIN/controller-gen" crd:maxDescLen=0 paths=volcano.sh/apis/pkg/apis/training/v1alpha1 output:crd:dir="$OUT/training" \
+  || die "controller-gen could not generate the HyperJob CRD from $VOLCANO_APIS (output above)."
+ls "$OUT"/training/*.yaml >/dev/null 2>&1 || die "controller-gen wrote no HyperJob CRD into $OUT/training"
+
+echo "$stamp" > "$OUT/.stamp"
+echo "upstream CRDs written to $OUT: $(find "$OUT" -name '*.yaml' | wc -l) files"

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// pki holds the paths of the local cluster's credentials. Everything is generated fresh on every `up`
+// (the etcd data is fresh too, so nothing signed by an older key survives).
+type pki struct {
+	Dir         string
+	CACert      string // CA of the serving and client certificates
+	ServingCert string // 127.0.0.1/localhost serving certificate, used by every component
+	ServingKey  string
+	AdminCert   string // client certificate CN=hyperbatch-admin, O=system:masters
+	AdminKey    string
+	SAKey       string // RSA key signing service-account tokens
+	SAPub       string
+}
+
+func newPKI(dir string) pki {
+	p := func(name string) string { return filepath.Join(dir, name) }
+	return pki{
+		Dir: dir, CACert: p("ca.crt"),
+		ServingCert: p("serving.crt"), ServingKey: p("serving.key"),
+		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
+		SAKey: p("sa.key"), SAPub: p("sa.pub"),
+	}
+}
+
+// generate writes a CA, a serving certificate, an admin client certificate and the service-account key.
+func (p pki) generate() error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", p.Dir, err)
+	}
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "hyperbatch-local-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.AddDate(1, 0, 0),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := signCert(caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("signing CA certificate: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("parsing CA certificate: %w", err)
+	}
+	if err := writePEM(p.CACert, "CERTIFICATE", caDER, 0o644); err != nil {
+		return err
+	}
+
+	serving := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "hyperbatch-local"},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.AddDate(1, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	if err := issue(serving, caCert, caKey, p.ServingCert, p.ServingKey); err != nil {
+		return fmt.Errorf("serving certificate: %w", err)
+	}
+	admin := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "hyperbatch-admin", Organization: []string{"system:masters"}},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.AddDate(1, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := issue(admin, caCert, caKey, p.AdminCert, p.AdminKey); err != nil {
+		return fmt.Errorf("admin client certificate: %w", err)
+	}
+
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return fmt.Errorf("generating service-account key: %w", err)
+	}
+	if err := writePEM(p.SAKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey), 0o600); err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return fmt.Errorf("encoding service-account public key: %w", err)
+	}
+	return writePEM(p.SAPub, "PUBLIC KEY", pub, 0o644)
+}
+
+// issue creates a P-256 key, signs tmpl with the CA and writes both as PEM.
+func issue(tmpl, ca *x509.Certificate, caKey crypto.Signer, certPath, keyPath string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating key: %w", err)
+	}
+	der, err := signCert(tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("encoding key: %w", err)
+	}
+	if err := writePEM(certPath, "CERTIFICATE", der, 0o644); err != nil {
+		return err
+	}
+	return writePEM(keyPath, "EC PRIVATE KEY", keyDER, 0o600)
+}
+
+func signCert(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		return nil, fmt.Errorf("generating serial number: %w", err)
+	}
+	tmpl.SerialNumber = serial
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, fmt.Errorf("signing certificate %q: %w", tmpl.Subject.CommonName, err)
+	}
+	return der, nil
+}
+
+func writePEM(path, blockType string, der []byte, mode os.FileMode) error {
+	data := pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})
+	if err := os.WriteFile(path, data, mode); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package foundation
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+func podTemplate() corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "trainer", Image: "registry.example/trainer:v1"}},
+	}}
+}
+
+// Every kind hyperbatch handles is served by the real apiserver and survives a create/get round trip
+// with the fields hyperbatch relies on.
+func TestKindsRoundTrip(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	c := env.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "roundtrip", Labels: map[string]string{"team": "a"}}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+
+	tier := int32(2)
+	objs := []client.Object{
+		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			Weight:            10,
+			Defaults: hbv1.PolicyDefaults{Queue: "team-a", PriorityClassName: "batch-normal",
+				NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: &tier},
+				TTLSecondsAfterFinished: ptr.To[int32](86400), ActiveDeadlineSeconds: ptr.To[int64](604800),
+				Propagation: &hbv1.Propagation{ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
+					MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true)}},
+			AllowedQueues: []string{"team-a", "shared"},
+		}},
+		&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: "leaf-0"}, Spec: topologyv1alpha1.HyperNodeSpec{
+			Tier: 1,
+			Members: []topologyv1alpha1.MemberSpec{{Type: topologyv1alpha1.MemberTypeNode,
+				Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: "node-0"}}}},
+		}},
+		&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}},
+		&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: ns.Name},
+			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 4, Queue: "team-a"}},
+		&batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "vcjob", Namespace: ns.Name}, Spec: batchv1alpha1.JobSpec{
+			MinAvailable: 2, Queue: "team-a", SchedulerName: "volcano",
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 2, Template: podTemplate()}},
+		}},
+		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pp", Namespace: ns.Name}, Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job", Name: "vcjob"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"a"}}},
+		}},
+		&jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: ns.Name}, Spec: jobsetv1alpha2.JobSetSpec{
+			ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "workers", Replicas: 2, Template: batchv1.JobTemplateSpec{
+				Spec: batchv1.JobSpec{Template: podTemplate()}}}},
+		}},
+		&trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "hj", Namespace: ns.Name}, Spec: trainingv1alpha1.HyperJobSpec{
+			ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "trainer", Replicas: 2, ClusterNames: []string{"a"},
+				TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 1, Template: podTemplate()}}}}},
+		}},
+	}
+	for _, o := range objs {
+		want := o.DeepCopyObject().(client.Object)
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+		got := o.DeepCopyObject().(client.Object)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+			t.Fatalf("get %T %s: %v", o, o.GetName(), err)
+		}
+		if !equality.Semantic.DeepDerivative(specOf(t, want), specOf(t, got)) {
+			t.Errorf("%T %s: spec did not survive the round trip:\nsent %+v\ngot  %+v", o, o.GetName(), specOf(t, want), specOf(t, got))
+		}
+	}
+}
+
+// specOf returns the part of an object the user wrote (its spec), for comparison after a round trip.
+func specOf(t *testing.T, o client.Object) any {
+	t.Helper()
+	switch v := o.(type) {
+	case *hbv1.WorkloadPolicy:
+		return v.Spec
+	case *topologyv1alpha1.HyperNode:
+		return v.Spec
+	case *schedulingv1beta1.Queue:
+		return v.Spec
+	case *schedulingv1beta1.PodGroup:
+		return v.Spec
+	case *batchv1alpha1.Job:
+		return v.Spec
+	case *policyv1alpha1.PropagationPolicy:
+		return v.Spec
+	case *jobsetv1alpha2.JobSet:
+		return v.Spec
+	case *trainingv1alpha1.HyperJob:
+		return v.Spec
+	}
+	t.Fatalf("no spec accessor for %T", o)
+	return nil
+}
+
+// The WorkloadPolicy CRD's schema and CEL rules reject bad policies with a message naming the field.
+func TestWorkloadPolicyValidation(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	cases := []struct {
+		name    string
+		spec    hbv1.WorkloadPolicySpec
+		wantMsg string
+	}{
+		{"both tier fields", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{
+			HighestTierAllowed: ptr.To[int32](1), HighestTierName: "spine"}}}, "set highestTierAllowed or highestTierName, not both"},
+		{"negative weight", hbv1.WorkloadPolicySpec{Weight: -1}, "spec.weight"},
+		{"unknown mode", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{Mode: "strict"}}}, "spec.defaults.networkTopology.mode"},
+		{"negative ttl", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{TTLSecondsAfterFinished: ptr.To[int32](-5)}}, "spec.defaults.ttlSecondsAfterFinished"},
+		{"zero deadline", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{ActiveDeadlineSeconds: ptr.To[int64](0)}}, "spec.defaults.activeDeadlineSeconds"},
+		{"empty allowed queue", hbv1.WorkloadPolicySpec{AllowedQueues: []string{""}}, "spec.allowedQueues[0]"},
+		{"tier zero", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{HighestTierAllowed: ptr.To[int32](0)}}}, "highestTierAllowed"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-" + strings.ReplaceAll(tc.name, " ", "-")}, Spec: tc.spec}
+			err := env.Client.Create(ctx, p)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("case %d: want an Invalid error, got %v", i, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q does not mention %q", err.Error(), tc.wantMsg)
+			}
+		})
+	}
+	// The default mode is filled by the schema.
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default-mode"}, Spec: hbv1.WorkloadPolicySpec{
+		Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{HighestTierAllowed: ptr.To[int32](1)}}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if got := p.Spec.Defaults.NetworkTopology.Mode; got != hbv1.NetworkTopologyHard {
+		t.Errorf("networkTopology.mode defaulted to %q, want hard", got)
+	}
+}
+
+// A CRD directory that is missing fails the harness before anything starts, telling the user the fix.
+func TestStartFailsWhenCRDDirMissing(t *testing.T) {
+	_, err := framework.Start(framework.Options{CRDDirs: []string{filepath.Join(t.TempDir(), "nope")}})
+	if err == nil || !strings.Contains(err.Error(), "make crds") {
+		t.Fatalf("want an error telling to run 'make crds', got %v", err)
+	}
+}
+
+// An invalid CRD fails the harness: the real apiserver rejects it and Start reports the error.
+func TestStartFailsOnInvalidCRD(t *testing.T) {
+	dir := t.TempDir()
+	bad := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: notatype}
+`
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, err := framework.Start(framework.Options{CRDDirs: []string{dir}})
+	if err == nil {
+		_ = e.Stop()
+		t.Fatal("Start accepted an invalid CRD")
+	}
+	if !strings.Contains(err.Error(), "widgets.example.com") && !strings.Contains(err.Error(), "notatype") {
+		t.Errorf("error does not name the bad CRD: %v", err)
+	}
+}
