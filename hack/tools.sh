@@ -56,7 +56,7 @@ build() {
   local start=$SECONDS log
   log=$(mktemp)
   echo "  $tool: building ${PKG[$tool]} (pinned in $dir/go.mod) ..."
-  if ! (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "${PKG[$tool]}") >"$log" 2>&1; then
+  if ! (cd "$dir" && go build -ldflags "$ldflags" -o "$out.tmp" "${PKG[$tool]}") >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     rm -f "$out.tmp" "$log"
     die "building $tool failed (see the compiler output above). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that $dir/go.sum is intact (cd $dir && go mod verify), then run 'make tools' again."

@@ -64,7 +64,7 @@ func TestKindsRoundTrip(t *testing.T) {
 		&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: ns.Name},
 			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 4, Queue: "team-a"}},
 		&batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "vcjob", Namespace: ns.Name}, Spec: batchv1alpha1.JobSpec{
-			MinAvailable: 2, Queue: "team-a", SchedulerName: "volcano",
+			MinAvailable: 2, Queue: "team-a", SchedulerName: "volcano", MaxRetry: 3,
 			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 2, Template: podTemplate()}},
 		}},
 		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pp", Namespace: ns.Name}, Spec: policyv1alpha1.PropagationSpec{
@@ -77,7 +77,7 @@ func TestKindsRoundTrip(t *testing.T) {
 		}},
 		&trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "hj", Namespace: ns.Name}, Spec: trainingv1alpha1.HyperJobSpec{
 			ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "trainer", Replicas: 2, ClusterNames: []string{"a"},
-				TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 1, Template: podTemplate()}}}}},
+				TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Queue: "team-a", MaxRetry: 3, Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 1, Template: podTemplate()}}}}},
 		}},
 	}
 	for _, o := range objs {
@@ -118,6 +118,48 @@ func specOf(t *testing.T, o client.Object) any {
 	}
 	t.Fatalf("no spec accessor for %T", o)
 	return nil
+}
+
+// The upstream CRDs default some fields before any admission webhook sees the object. hyperbatch's
+// defaulting must treat these values as "not written by the user"; this test pins them down so an
+// upstream change is noticed.
+func TestUpstreamSchemaDefaults(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	c := env.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "schema-defaults"}}); err != nil {
+		t.Fatal(err)
+	}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "schema-defaults"},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 2, NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{}}}
+	if err := c.Create(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	if pg.Spec.Queue != "default" {
+		t.Errorf("PodGroup spec.queue defaulted to %q, want \"default\"", pg.Spec.Queue)
+	}
+	if nt := pg.Spec.NetworkTopology; nt.Mode != "hard" || nt.HighestTierAllowed == nil || *nt.HighestTierAllowed != 1 {
+		t.Errorf("PodGroup spec.networkTopology defaulted to %+v, want mode hard, highestTierAllowed 1", nt)
+	}
+	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "hj", Namespace: "schema-defaults"}, Spec: trainingv1alpha1.HyperJobSpec{
+		ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", TemplateSpec: batchv1alpha1.JobSpec{
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: podTemplate()}}}}}}}
+	if err := c.Create(ctx, hj); err != nil {
+		t.Fatal(err)
+	}
+	rj := hj.Spec.ReplicatedJobs[0]
+	if rj.Replicas != 1 || rj.TemplateSpec.Queue != "default" || rj.TemplateSpec.MaxRetry != 3 {
+		t.Errorf("HyperJob defaults: replicas=%d queue=%q maxRetry=%d, want 1, default, 3", rj.Replicas, rj.TemplateSpec.Queue, rj.TemplateSpec.MaxRetry)
+	}
+	pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pp", Namespace: "schema-defaults"}, Spec: policyv1alpha1.PropagationSpec{
+		ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap"}},
+		Placement:         policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{}}}}
+	if err := c.Create(ctx, pp); err != nil {
+		t.Fatal(err)
+	}
+	if got := pp.Spec.Placement.ReplicaScheduling.ReplicaSchedulingType; got != policyv1alpha1.ReplicaSchedulingTypeDivided {
+		t.Errorf("PropagationPolicy replicaSchedulingType defaulted to %q, want Divided", got)
+	}
 }
 
 // The WorkloadPolicy CRD's schema and CEL rules reject bad policies with a message naming the field.
