@@ -1,0 +1,85 @@
+package defaults
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// policy builds a WorkloadPolicy; mutate edits its spec.
+func policy(name string, weight int32, mutate func(*hbv1.WorkloadPolicySpec)) hbv1.WorkloadPolicy {
+	p := hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hbv1.WorkloadPolicySpec{Weight: weight}}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	return p
+}
+
+// teamA is a policy with every default set, governing namespaces labelled team=a.
+func teamA() hbv1.WorkloadPolicy {
+	return policy("team-a", 10, func(s *hbv1.WorkloadPolicySpec) {
+		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+		s.Defaults = hbv1.PolicyDefaults{
+			Queue:                   "team-a",
+			PriorityClassName:       "batch-normal",
+			SchedulerName:           "hyperbatch-scheduler",
+			NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: ptr.To[int32](2)},
+			TTLSecondsAfterFinished: ptr.To[int32](86400),
+			ActiveDeadlineSeconds:   ptr.To[int64](604800),
+			Propagation: &hbv1.Propagation{
+				ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
+				MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true),
+			},
+		}
+		s.AllowedQueues = []string{"team-a", "shared"}
+	})
+}
+
+func mustPolicies(t testing.TB, list ...hbv1.WorkloadPolicy) *Policies {
+	t.Helper()
+	p, err := NewPolicies(list)
+	if err != nil {
+		t.Fatalf("NewPolicies: %v", err)
+	}
+	return p
+}
+
+// nsA is a namespace governed by teamA.
+var nsA = Namespace{Name: "a", Labels: map[string]string{"team": "a"}}
+
+// nsML is a namespace governed by teamA that also carries Volcano's queue annotation "ml-queue".
+var nsML = Namespace{Name: "ml", Labels: map[string]string{"team": "a"}, Annotations: map[string]string{QueueNameAnnotation: "ml-queue"}}
+
+// checkResult compares a Result with the expected one.
+func checkResult(t *testing.T, got, want Result) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Result mismatch (-want +got):\n%s", diff.Diff(want, got))
+	}
+}
+
+// checkObject compares the defaulted object with the expected one.
+func checkObject(t *testing.T, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("object mismatch (-want +got):\n%s", diff.Diff(want, got))
+	}
+}
+
+// checkIdempotent applies again to an already defaulted object and expects nothing to change.
+func checkIdempotent[T any](t *testing.T, once T, deepCopy func(T) T, apply func(T) Result) {
+	t.Helper()
+	twice := deepCopy(once)
+	res := apply(twice)
+	if res.Changed() || res.DefaultedBy != "" {
+		t.Errorf("second application changed something: %+v", res)
+	}
+	if !reflect.DeepEqual(once, twice) {
+		t.Errorf("second application not idempotent (-once +twice):\n%s", diff.Diff(once, twice))
+	}
+}

@@ -1,0 +1,51 @@
+package defaults
+
+import (
+	"strconv"
+
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+// JobSet fills a JobSet's queue annotation, copies its queue into every replicatedJob's pod template
+// that has none, fills the pod templates' priorityClassName and schedulerName, and fills
+// spec.ttlSecondsAfterFinished and the hyperbatch.dev/active-deadline-seconds annotation.
+//
+// The pod templates get the JobSet's effective queue so pods agree with the PodGroup made for the
+// JobSet: the JobSet's own annotation when the user set it (source "jobset:<name>" in
+// defaulted-by), else the namespace annotation or policy queue written on the JobSet.
+func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
+	if js == nil {
+		return Result{}
+	}
+	r := begin(ns, pols)
+	d := r.defaults()
+
+	queue, source := NormalizeQueue(js.Annotations[QueueNameAnnotation]), jobSetSourcePrefix+js.Name
+	if queue == "" {
+		queue, source = r.queueDefault()
+		r.fillAnnotation(&js.ObjectMeta, QueueNameAnnotation, queue, FieldQueue, source)
+	}
+
+	for i := range js.Spec.ReplicatedJobs {
+		tmpl := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+		prefix := "spec.replicatedJobs[" + strconv.Itoa(i) + "].template.spec.template"
+		if NormalizeQueue(tmpl.Annotations[QueueNameAnnotation]) == "" && queue != "" && tmpl.Annotations[QueueNameAnnotation] != queue {
+			setAnnotation(&tmpl.ObjectMeta, QueueNameAnnotation, queue)
+			r.record(prefix+".metadata.annotations["+QueueNameAnnotation+"]", FieldQueue, source)
+		}
+		// A template that fixes spec.priority has chosen its priority; a class would contradict it.
+		if tmpl.Spec.Priority == nil {
+			r.fillString(&tmpl.Spec.PriorityClassName, d.PriorityClassName, prefix+".spec.priorityClassName", FieldPriorityClassName)
+		}
+		r.fillString(&tmpl.Spec.SchedulerName, d.SchedulerName, prefix+".spec.schedulerName", FieldSchedulerName)
+	}
+
+	if js.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {
+		v := *d.TTLSecondsAfterFinished
+		js.Spec.TTLSecondsAfterFinished = &v
+		r.record("spec.ttlSecondsAfterFinished", FieldTTLSecondsAfterFinished, r.policySource())
+	}
+	r.fillAnnotation(&js.ObjectMeta, ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
+		FieldActiveDeadlineSeconds, r.policySource())
+	return r.finish(&js.ObjectMeta)
+}

@@ -1,0 +1,98 @@
+package defaults
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// jobSet builds a JobSet whose replicatedJobs have the given pod templates.
+func jobSet(annotations map[string]string, ttl *int32, templates ...corev1.PodTemplateSpec) *jobsetv1alpha2.JobSet {
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "a", Annotations: annotations}}
+	js.Spec.TTLSecondsAfterFinished = ttl
+	for i, tmpl := range templates {
+		js.Spec.ReplicatedJobs = append(js.Spec.ReplicatedJobs, jobsetv1alpha2.ReplicatedJob{
+			Name:     []string{"leader", "worker"}[i],
+			Replicas: 1,
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}},
+		})
+	}
+	return js
+}
+
+func podTemplate(annotations map[string]string, pcn, sched string, priority *int32) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Annotations: annotations},
+		Spec:       corev1.PodSpec{PriorityClassName: pcn, SchedulerName: sched, Priority: priority},
+	}
+}
+
+func TestJobSet(t *testing.T) {
+	qKey := "metadata.annotations[" + QueueNameAnnotation + "]"
+	rj := func(i, rest string) string { return "spec.replicatedJobs[" + i + "].template.spec.template." + rest }
+	q := map[string]string{QueueNameAnnotation: "team-a"}
+	const all = "team-a/queue,priorityClassName,schedulerName,ttlSecondsAfterFinished,activeDeadlineSeconds"
+
+	tests := []struct {
+		name string
+		pols []hbv1.WorkloadPolicy
+		ns   Namespace
+		in   *jobsetv1alpha2.JobSet
+		want *jobsetv1alpha2.JobSet
+		res  Result
+	}{{
+		name: "defaults applied to the JobSet and every pod template",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsA,
+		in:   jobSet(nil, nil, podTemplate(nil, "", "", nil), podTemplate(nil, "", "", nil)),
+		want: jobSet(map[string]string{QueueNameAnnotation: "team-a", ActiveDeadlineSecondsAnnotation: "604800", DefaultedByAnnotation: all},
+			ptr.To[int32](86400),
+			podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil), podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil)),
+		res: Result{Policy: "team-a", Fields: []string{qKey,
+			rj("0", qKey), rj("0", "spec.priorityClassName"), rj("0", "spec.schedulerName"),
+			rj("1", qKey), rj("1", "spec.priorityClassName"), rj("1", "spec.schedulerName"),
+			"spec.ttlSecondsAfterFinished", "metadata.annotations[" + ActiveDeadlineSecondsAnnotation + "]"}, DefaultedBy: all},
+	}, {
+		name: "the user's JobSet queue reaches templates; template values kept",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in: jobSet(map[string]string{QueueNameAnnotation: "mine", ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](0),
+			podTemplate(map[string]string{QueueNameAnnotation: "other"}, "p", "s", nil),
+			podTemplate(nil, "", "s", ptr.To[int32](7))),
+		want: jobSet(map[string]string{QueueNameAnnotation: "mine", ActiveDeadlineSecondsAnnotation: "5", DefaultedByAnnotation: "jobset:train/queue"},
+			ptr.To[int32](0),
+			podTemplate(map[string]string{QueueNameAnnotation: "other"}, "p", "s", nil),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine"}, "", "s", ptr.To[int32](7))),
+		res: Result{Policy: "team-a", Fields: []string{rj("1", qKey)}, DefaultedBy: "jobset:train/queue"},
+	}, {
+		name: "namespace annotation beats policy queue, on the JobSet and its templates",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in:   jobSet(map[string]string{ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1), podTemplate(nil, "p", "s", nil)),
+		want: jobSet(map[string]string{QueueNameAnnotation: "ml-queue", ActiveDeadlineSecondsAnnotation: "5", DefaultedByAnnotation: "namespace:ml/queue"},
+			ptr.To[int32](1), podTemplate(map[string]string{QueueNameAnnotation: "ml-queue"}, "p", "s", nil)),
+		res: Result{Policy: "team-a", Fields: []string{qKey, rj("0", qKey)}, DefaultedBy: "namespace:ml/queue"},
+	}, {
+		name: "no matching policy: no change, empty Result",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   Namespace{Name: "b"},
+		in:   jobSet(nil, nil, podTemplate(nil, "", "", nil)),
+		want: jobSet(nil, nil, podTemplate(nil, "", "", nil)),
+		res:  Result{},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pols := mustPolicies(t, tc.pols...)
+			got := tc.in.DeepCopy()
+			checkResult(t, JobSet(got, tc.ns, pols), tc.res)
+			checkObject(t, got, tc.want)
+			checkIdempotent(t, got, (*jobsetv1alpha2.JobSet).DeepCopy, func(js *jobsetv1alpha2.JobSet) Result { return JobSet(js, tc.ns, pols) })
+		})
+	}
+}

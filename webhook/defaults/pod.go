@@ -1,0 +1,55 @@
+package defaults
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// Pod fills a Pod's queue annotation, priorityClassName, schedulerName and network-topology
+// annotations where they are unset (see the package doc for what "unset" means on a Pod).
+func Pod(pod *corev1.Pod, ns Namespace, pols *Policies) Result {
+	if pod == nil {
+		return Result{}
+	}
+	r := begin(ns, pols)
+	d := r.defaults()
+
+	if NormalizeQueue(pod.Annotations[QueueNameAnnotation]) == "" {
+		q, src := r.queueDefault()
+		r.fillAnnotation(&pod.ObjectMeta, QueueNameAnnotation, q, FieldQueue, src)
+	}
+
+	if pod.Spec.PriorityClassName == "" && d.PriorityClassName != "" {
+		pod.Spec.PriorityClassName = d.PriorityClassName
+		// Computed by the Priority admission plugin for "no class"; let it be recomputed.
+		pod.Spec.Priority = nil
+		pod.Spec.PreemptionPolicy = nil
+		r.record("spec.priorityClassName", FieldPriorityClassName, r.policySource())
+	}
+
+	r.fillString(&pod.Spec.SchedulerName, d.SchedulerName, "spec.schedulerName", FieldSchedulerName)
+
+	_, hasMode := pod.Annotations[NetworkTopologyModeAnnotation]
+	_, hasTier := pod.Annotations[NetworkTopologyHighestTierAnnotation]
+	if nt := d.NetworkTopology; nt != nil && nt.HighestTierName == "" && !hasMode && !hasTier {
+		src := r.policySource()
+		r.fillAnnotation(&pod.ObjectMeta, NetworkTopologyModeAnnotation, string(topologyMode(nt)), FieldNetworkTopology, src)
+		if nt.HighestTierAllowed != nil {
+			tier := strconv.FormatInt(int64(*nt.HighestTierAllowed), 10)
+			r.fillAnnotation(&pod.ObjectMeta, NetworkTopologyHighestTierAnnotation, tier, FieldNetworkTopology, src)
+		}
+	}
+
+	return r.finish(&pod.ObjectMeta)
+}
+
+// topologyMode is the policy's mode with the API default ("hard") applied.
+func topologyMode(nt *hbv1.NetworkTopology) hbv1.NetworkTopologyMode {
+	if nt.Mode == "" {
+		return hbv1.NetworkTopologyHard
+	}
+	return nt.Mode
+}

@@ -1,0 +1,160 @@
+package defaults
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+func pod(annotations map[string]string, mutate func(*corev1.PodSpec)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "a", Annotations: annotations}}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	return p
+}
+
+func TestPod(t *testing.T) {
+	const qPath = "metadata.annotations[" + QueueNameAnnotation + "]"
+	const modePath = "metadata.annotations[" + NetworkTopologyModeAnnotation + "]"
+	const tierPath = "metadata.annotations[" + NetworkTopologyHighestTierAnnotation + "]"
+	allFields := []string{qPath, "spec.priorityClassName", "spec.schedulerName", modePath, tierPath}
+
+	tierName := policy("named-tier", 0, func(s *hbv1.WorkloadPolicySpec) {
+		s.Defaults.Queue = "q"
+		s.Defaults.NetworkTopology = &hbv1.NetworkTopology{HighestTierName: "spine"}
+	})
+	modeOnly := policy("mode-only", 0, func(s *hbv1.WorkloadPolicySpec) {
+		s.Defaults.NetworkTopology = &hbv1.NetworkTopology{}
+	})
+
+	tests := []struct {
+		name string
+		pols []hbv1.WorkloadPolicy
+		ns   Namespace
+		in   *corev1.Pod
+		want *corev1.Pod
+		res  Result
+	}{{
+		name: "defaults applied; Priority plugin's stale priority cleared",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsA,
+		in: pod(nil, func(s *corev1.PodSpec) {
+			s.Priority = ptr.To[int32](0)
+			s.PreemptionPolicy = ptr.To(corev1.PreemptLowerPriority)
+		}),
+		want: pod(map[string]string{
+			QueueNameAnnotation:                  "team-a",
+			NetworkTopologyModeAnnotation:        "hard",
+			NetworkTopologyHighestTierAnnotation: "2",
+			DefaultedByAnnotation:                "team-a/queue,priorityClassName,schedulerName,networkTopology",
+		}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName = "batch-normal", "hyperbatch-scheduler"
+		}),
+		res: Result{Policy: "team-a", Fields: allFields, DefaultedBy: "team-a/queue,priorityClassName,schedulerName,networkTopology"},
+	}, {
+		name: "user values kept, default-scheduler is a user value",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsA,
+		in: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName, s.Priority = "high", corev1.DefaultSchedulerName, ptr.To[int32](9)
+		}),
+		want: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName, s.Priority = "high", corev1.DefaultSchedulerName, ptr.To[int32](9)
+		}),
+		res: Result{Policy: "team-a"},
+	}, {
+		name: "namespace annotation beats policy queue",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in:   pod(map[string]string{NetworkTopologyHighestTierAnnotation: "1"}, func(s *corev1.PodSpec) { s.PriorityClassName, s.SchedulerName = "x", "y" }),
+		want: pod(map[string]string{
+			QueueNameAnnotation:                  "ml-queue",
+			NetworkTopologyHighestTierAnnotation: "1",
+			DefaultedByAnnotation:                "namespace:ml/queue",
+		}, func(s *corev1.PodSpec) { s.PriorityClassName, s.SchedulerName = "x", "y" }),
+		res: Result{Policy: "team-a", Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
+	}, {
+		name: "namespace annotation applies without a policy",
+		ns:   Namespace{Name: "ml", Annotations: map[string]string{QueueNameAnnotation: " namespace/ batch "}},
+		in:   pod(nil, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "namespace/batch", DefaultedByAnnotation: "namespace:ml/queue"}, nil),
+		res:  Result{Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
+	}, {
+		name: "blank queue annotation is unset; history is merged",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsA,
+		in: pod(map[string]string{QueueNameAnnotation: " ", DefaultedByAnnotation: "old/priorityClassName"}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName = "x", "y"
+			s.NodeName = "untouched"
+		}),
+		want: pod(map[string]string{
+			QueueNameAnnotation:                  "team-a",
+			NetworkTopologyModeAnnotation:        "hard",
+			NetworkTopologyHighestTierAnnotation: "2",
+			DefaultedByAnnotation:                "old/priorityClassName;team-a/queue,networkTopology",
+		}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName = "x", "y"
+			s.NodeName = "untouched"
+		}),
+		res: Result{Policy: "team-a", Fields: []string{qPath, modePath, tierPath}, DefaultedBy: "old/priorityClassName;team-a/queue,networkTopology"},
+	}, {
+		name: "highestTierName cannot be a pod annotation: no topology",
+		pols: []hbv1.WorkloadPolicy{tierName},
+		ns:   nsA,
+		in:   pod(nil, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "q", DefaultedByAnnotation: "named-tier/queue"}, nil),
+		res:  Result{Policy: "named-tier", Fields: []string{qPath}, DefaultedBy: "named-tier/queue"},
+	}, {
+		name: "empty mode is written as hard, no tier annotation",
+		pols: []hbv1.WorkloadPolicy{modeOnly},
+		ns:   nsA,
+		in:   pod(nil, nil),
+		want: pod(map[string]string{NetworkTopologyModeAnnotation: "hard", DefaultedByAnnotation: "mode-only/networkTopology"}, nil),
+		res:  Result{Policy: "mode-only", Fields: []string{modePath}, DefaultedBy: "mode-only/networkTopology"},
+	}, {
+		name: "higher weight wins",
+		pols: []hbv1.WorkloadPolicy{
+			policy("a-low", 1, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "low" }),
+			policy("z-high", 5, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "high" }),
+		},
+		ns:   nsA,
+		in:   pod(nil, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "high", DefaultedByAnnotation: "z-high/queue"}, nil),
+		res:  Result{Policy: "z-high", Fields: []string{qPath}, DefaultedBy: "z-high/queue"},
+	}, {
+		name: "equal weight: lexically smallest name wins",
+		pols: []hbv1.WorkloadPolicy{
+			policy("beta", 3, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "b" }),
+			policy("alpha", 3, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "a" }),
+		},
+		ns:   nsA,
+		in:   pod(nil, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "a", DefaultedByAnnotation: "alpha/queue"}, nil),
+		res:  Result{Policy: "alpha", Fields: []string{qPath}, DefaultedBy: "alpha/queue"},
+	}, {
+		name: "no matching policy: no change, empty Result",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   Namespace{Name: "b", Labels: map[string]string{"team": "b"}},
+		in:   pod(nil, nil),
+		want: pod(nil, nil),
+		res:  Result{},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pols := mustPolicies(t, tc.pols...)
+			got := tc.in.DeepCopy()
+			checkResult(t, Pod(got, tc.ns, pols), tc.res)
+			checkObject(t, got, tc.want)
+			checkIdempotent(t, got, (*corev1.Pod).DeepCopy, func(p *corev1.Pod) Result { return Pod(p, tc.ns, pols) })
+		})
+	}
+}
+
+func TestPodNil(t *testing.T) {
+	checkResult(t, Pod(nil, nsA, mustPolicies(t, teamA())), Result{})
+}

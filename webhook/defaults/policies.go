@@ -1,0 +1,108 @@
+package defaults
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// Namespace is what the engine needs to know about a workload's namespace.
+type Namespace struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// NamespaceOf describes a Namespace object for the engine.
+func NamespaceOf(ns *corev1.Namespace) Namespace {
+	if ns == nil {
+		return Namespace{}
+	}
+	return Namespace{Name: ns.Name, Labels: ns.Labels, Annotations: ns.Annotations}
+}
+
+// Policies is a set of WorkloadPolicies with their selectors parsed and their order fixed once.
+// It is immutable after NewPolicies and safe for concurrent use. A nil *Policies matches nothing.
+type Policies struct {
+	items []compiledPolicy
+}
+
+type compiledPolicy struct {
+	policy   *hbv1.WorkloadPolicy
+	selector labels.Selector
+}
+
+// NewPolicies copies list and parses every namespaceSelector. A policy whose selector is invalid is
+// left out and reported in the returned error; the returned *Policies holds the valid ones and is
+// never nil, so callers may log the error and go on.
+func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
+	p := &Policies{items: make([]compiledPolicy, 0, len(list))}
+	var errs []error
+	for i := range list {
+		pol := list[i].DeepCopy()
+		sel := labels.Everything()
+		if pol.Spec.NamespaceSelector != nil {
+			s, err := metav1.LabelSelectorAsSelector(pol.Spec.NamespaceSelector)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("WorkloadPolicy %q: spec.namespaceSelector: %w", pol.Name, err))
+				continue
+			}
+			sel = s
+		}
+		p.items = append(p.items, compiledPolicy{policy: pol, selector: sel})
+	}
+	// Highest weight first; equal weights by name, lexically smallest first. Stable keeps the input
+	// order for exact duplicates so the choice is still deterministic.
+	sort.SliceStable(p.items, func(i, j int) bool {
+		a, b := p.items[i].policy, p.items[j].policy
+		if a.Spec.Weight != b.Spec.Weight {
+			return a.Spec.Weight > b.Spec.Weight
+		}
+		return a.Name < b.Name
+	})
+	return p, errors.Join(errs...)
+}
+
+// Len is the number of usable policies.
+func (p *Policies) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.items)
+}
+
+// Match returns the governing policy for a namespace with these labels: the matching policy with
+// the highest spec.weight, ties broken by the lexically smallest name. It returns nil when none
+// matches. The result is shared; callers must not modify it.
+func (p *Policies) Match(nsLabels map[string]string) *hbv1.WorkloadPolicy {
+	if p == nil {
+		return nil
+	}
+	set := labels.Set(nsLabels)
+	for _, it := range p.items {
+		if it.selector.Matches(set) {
+			return it.policy
+		}
+	}
+	return nil
+}
+
+// MatchNamespace is Match on the namespace's labels, with kubernetes.io/metadata.name added from
+// ns.Name when missing, as the apiserver does for every Namespace.
+func (p *Policies) MatchNamespace(ns Namespace) *hbv1.WorkloadPolicy {
+	if ns.Name == "" || ns.Labels[corev1.LabelMetadataName] != "" {
+		return p.Match(ns.Labels)
+	}
+	withName := make(map[string]string, len(ns.Labels)+1)
+	for k, v := range ns.Labels {
+		withName[k] = v
+	}
+	withName[corev1.LabelMetadataName] = ns.Name
+	return p.Match(withName)
+}

@@ -1,0 +1,187 @@
+package defaults
+
+import (
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// Result reports what one call of a kind function did.
+type Result struct {
+	// Policy is the name of the WorkloadPolicy governing the namespace, "" when none matches.
+	Policy string
+	// Fields are the paths this call filled, in the order filled, e.g. "spec.queue" or
+	// "metadata.annotations[scheduling.volcano.sh/queue-name]". Empty when nothing changed.
+	Fields []string
+	// DefaultedBy is the hyperbatch.dev/defaulted-by value this call wrote (history merged in),
+	// "" when this call filled nothing.
+	DefaultedBy string
+}
+
+// Changed reports whether the call modified the object.
+func (r Result) Changed() bool { return len(r.Fields) > 0 }
+
+// run is the state of one kind-function call: the governing policy and what was filled from where.
+type run struct {
+	ns     Namespace
+	policy *hbv1.WorkloadPolicy
+	res    Result
+	prov   provenance
+}
+
+func begin(ns Namespace, pols *Policies) *run {
+	r := &run{ns: ns, policy: pols.MatchNamespace(ns)}
+	if r.policy != nil {
+		r.res.Policy = r.policy.Name
+	}
+	return r
+}
+
+// defaults are the governing policy's defaults, zero when no policy governs.
+func (r *run) defaults() hbv1.PolicyDefaults {
+	if r.policy == nil {
+		return hbv1.PolicyDefaults{}
+	}
+	return r.policy.Spec.Defaults
+}
+
+// policySource is the defaulted-by source for values taken from the governing policy.
+func (r *run) policySource() string {
+	if r.policy == nil {
+		return ""
+	}
+	return r.policy.Name
+}
+
+// record notes that path was filled with the value of short field name from source.
+func (r *run) record(path, field, source string) {
+	r.res.Fields = append(r.res.Fields, path)
+	r.prov.add(source, field)
+}
+
+// fillString sets *dst to val when *dst is "" and val is not, recording it as a policy default.
+func (r *run) fillString(dst *string, val, path, field string) {
+	if *dst == "" && val != "" {
+		*dst = val
+		r.record(path, field, r.policySource())
+	}
+}
+
+// fillAnnotation sets meta's annotation key to val when it is absent or blank and val is not "".
+func (r *run) fillAnnotation(meta *metav1.ObjectMeta, key, val, field, source string) {
+	if val == "" || strings.TrimSpace(meta.Annotations[key]) != "" || meta.Annotations[key] == val {
+		return
+	}
+	setAnnotation(meta, key, val)
+	r.record("metadata.annotations["+key+"]", field, source)
+}
+
+// finish stamps the defaulted-by annotation on meta when anything was filled and returns the Result.
+func (r *run) finish(meta *metav1.ObjectMeta) Result {
+	if len(r.res.Fields) == 0 {
+		return r.res
+	}
+	merged := parseDefaultedBy(meta.Annotations[DefaultedByAnnotation])
+	merged.merge(r.prov)
+	r.res.DefaultedBy = merged.String()
+	setAnnotation(meta, DefaultedByAnnotation, r.res.DefaultedBy)
+	return r.res
+}
+
+func setAnnotation(meta *metav1.ObjectMeta, key, val string) {
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[key] = val
+}
+
+// provenance is the parsed form of a defaulted-by value: sources in first-seen order, each with
+// its set of short field names.
+type provenance struct {
+	sources []string
+	fields  map[string]map[string]struct{}
+}
+
+func (p *provenance) add(source, field string) {
+	if p.fields == nil {
+		p.fields = map[string]map[string]struct{}{}
+	}
+	set, ok := p.fields[source]
+	if !ok {
+		set = map[string]struct{}{}
+		p.fields[source] = set
+		p.sources = append(p.sources, source)
+	}
+	if field != "" {
+		set[field] = struct{}{}
+	}
+}
+
+func (p *provenance) merge(o provenance) {
+	for _, s := range o.sources {
+		p.add(s, "")
+		for f := range o.fields[s] {
+			p.add(s, f)
+		}
+	}
+}
+
+// parseDefaultedBy reads "<source>/<f>,<f>;<source>/<f>". It never fails: an entry without "/" is
+// a source with no fields, blank entries and blank field names are dropped.
+func parseDefaultedBy(v string) provenance {
+	var p provenance
+	for _, entry := range strings.Split(v, ";") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		source, list, _ := strings.Cut(entry, "/")
+		source = strings.TrimSpace(source)
+		p.add(source, "")
+		for _, f := range strings.Split(list, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				p.add(source, f)
+			}
+		}
+	}
+	return p
+}
+
+// String writes the canonical form: sources in first-seen order, fields in fieldOrder, unknown
+// field names after the known ones in byte order.
+func (p provenance) String() string {
+	entries := make([]string, 0, len(p.sources))
+	for _, s := range p.sources {
+		fs := make([]string, 0, len(p.fields[s]))
+		for f := range p.fields[s] {
+			fs = append(fs, f)
+		}
+		sort.Slice(fs, func(i, j int) bool {
+			ri, rj := fieldRank(fs[i]), fieldRank(fs[j])
+			if ri != rj {
+				return ri < rj
+			}
+			return fs[i] < fs[j]
+		})
+		if len(fs) == 0 {
+			if s != "" {
+				entries = append(entries, s)
+			}
+			continue
+		}
+		entries = append(entries, s+"/"+strings.Join(fs, ","))
+	}
+	return strings.Join(entries, ";")
+}
+
+func fieldRank(f string) int {
+	for i, known := range fieldOrder {
+		if f == known {
+			return i
+		}
+	}
+	return len(fieldOrder)
+}

@@ -1,0 +1,68 @@
+package defaults
+
+import (
+	"strconv"
+
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+// VolcanoJob fills a Volcano Job's spec.queue, priorityClassName, schedulerName, networkTopology and
+// ttlSecondsAfterFinished, and the hyperbatch.dev/active-deadline-seconds annotation, where unset.
+func VolcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
+	if job == nil {
+		return Result{}
+	}
+	r := begin(ns, pols)
+	d := r.defaults()
+	r.fillJobSpec(&job.Spec, "spec")
+	if job.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {
+		v := *d.TTLSecondsAfterFinished
+		job.Spec.TTLSecondsAfterFinished = &v
+		r.record("spec.ttlSecondsAfterFinished", FieldTTLSecondsAfterFinished, r.policySource())
+	}
+	r.fillAnnotation(&job.ObjectMeta, ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
+		FieldActiveDeadlineSeconds, r.policySource())
+	return r.finish(&job.ObjectMeta)
+}
+
+// fillJobSpec fills the gang fields of a Volcano JobSpec (a Volcano Job's spec or a HyperJob
+// replicatedJob's templateSpec); prefix is the path of spec.
+func (r *run) fillJobSpec(spec *batchv1alpha1.JobSpec, prefix string) {
+	d := r.defaults()
+	r.fillSpecQueue(&spec.Queue, prefix+".queue")
+	r.fillString(&spec.PriorityClassName, d.PriorityClassName, prefix+".priorityClassName", FieldPriorityClassName)
+	r.fillString(&spec.SchedulerName, d.SchedulerName, prefix+".schedulerName", FieldSchedulerName)
+	if spec.NetworkTopology == nil && d.NetworkTopology != nil {
+		spec.NetworkTopology = jobTopology(d.NetworkTopology)
+		r.record(prefix+".networkTopology", FieldNetworkTopology, r.policySource())
+	}
+}
+
+// jobTopology converts a policy's network topology to Volcano's batch form.
+func jobTopology(nt *hbv1.NetworkTopology) *batchv1alpha1.NetworkTopologySpec {
+	out := &batchv1alpha1.NetworkTopologySpec{
+		Mode:            batchv1alpha1.NetworkTopologyMode(topologyMode(nt)),
+		HighestTierName: nt.HighestTierName,
+	}
+	if nt.HighestTierAllowed != nil {
+		tier := int(*nt.HighestTierAllowed)
+		out.HighestTierAllowed = &tier
+	}
+	return out
+}
+
+func formatInt64(v *int64) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v, 10)
+}
+
+func formatInt32(v *int32) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v), 10)
+}
