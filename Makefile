@@ -42,9 +42,13 @@ crds: ## Gather the Volcano, Karmada and JobSet CRDs from the Go module cache in
 	hack/crds.sh
 
 .PHONY: test
-test: test-tools crds build ## Unit and integration tests (real etcd + kube-apiserver from bin/).
-	$(GO) vet ./...
-	$(GO) test -json $(GOTEST_FLAGS) $(PKGS) | $(GO) run ./hack/testsummary
+test: test-tools crds build ## Unit, integration (real etcd + kube-apiserver) and local e2e tests, in one go test run.
+	$(GO) vet -tags e2e ./...
+	$(GO) test -json -tags e2e $(GOTEST_FLAGS) $(PKGS) | $(GO) run ./hack/testsummary
+
+.PHONY: test-e2e
+test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECONFIG to use a running cluster).
+	$(GO) test -json -tags e2e $(GOTEST_FLAGS) ./test/e2e/... | $(GO) run ./hack/testsummary
 
 .PHONY: run
 run: test-tools crds build ## Start the local cluster with hyperbatch and a demo workload (stop it with `make down`).

@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+)
+
+func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+	}
+}
+
+func testNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// A pod that names hyperbatch-scheduler is bound by it and reaches Running.
+func TestHyperbatchSchedulerRunsAPod(t *testing.T) {
+	ns := testNamespace(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns}, Spec: corev1.PodSpec{
+		SchedulerName: "hyperbatch-scheduler",
+		Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers:    []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+	}}
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	poll(t, 60*time.Second, "the pod to be bound and Running", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return false, err
+		}
+		return pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning, nil
+	})
+	var events corev1.EventList
+	if err := c.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "Scheduled" && e.InvolvedObject.Name == "hello" {
+			if e.ReportingController != "hyperbatch-scheduler" && e.Source.Component != "hyperbatch-scheduler" {
+				t.Errorf("pod was scheduled by %q/%q, want hyperbatch-scheduler", e.ReportingController, e.Source.Component)
+			}
+			return
+		}
+	}
+	t.Errorf("no Scheduled event for the pod in %s", ns)
+}
+
+// The cluster has a HyperNode tree whose node members exist and whose tiers rise towards the root.
+func TestHyperNodeTree(t *testing.T) {
+	var hns topologyv1alpha1.HyperNodeList
+	if err := c.List(context.Background(), &hns); err != nil {
+		t.Fatal(err)
+	}
+	if len(hns.Items) == 0 {
+		t.Fatal("no HyperNodes in the cluster")
+	}
+	byName := map[string]topologyv1alpha1.HyperNode{}
+	for _, h := range hns.Items {
+		byName[h.Name] = h
+	}
+	tiers := map[int]int{}
+	for _, h := range hns.Items {
+		tiers[h.Spec.Tier]++
+		for _, m := range h.Spec.Members {
+			if m.Selector.ExactMatch == nil {
+				continue
+			}
+			name := m.Selector.ExactMatch.Name
+			switch m.Type {
+			case topologyv1alpha1.MemberTypeNode:
+				var n corev1.Node
+				if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &n); err != nil {
+					t.Errorf("HyperNode %s lists node %s: %v", h.Name, name, err)
+				}
+			case topologyv1alpha1.MemberTypeHyperNode:
+				child, ok := byName[name]
+				if !ok {
+					t.Errorf("HyperNode %s lists missing HyperNode %s", h.Name, name)
+				} else if child.Spec.Tier >= h.Spec.Tier {
+					t.Errorf("HyperNode %s (tier %d) has child %s of tier %d", h.Name, h.Spec.Tier, name, child.Spec.Tier)
+				}
+			}
+		}
+	}
+	if len(tiers) < 3 {
+		t.Errorf("want a tree of 3 tiers, got tiers %v", tiers)
+	}
+}
+
+// The hyperbatch manager runs: it keeps WorkloadPolicy status.
+func TestManagerKeepsPolicyStatus(t *testing.T) {
+	ns := testNamespace(t)
+	name := fmt.Sprintf("e2e-%s", ns)
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	poll(t, 30*time.Second, "the manager to report the policy's status", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		return p.Status.ObservedGeneration == p.Generation && p.Status.MatchingNamespaces == 1, nil
+	})
+}
