@@ -17,6 +17,8 @@ import (
 	"time"
 )
 
+const frontProxyClientCN = "front-proxy-client"
+
 // pki holds the paths of the local cluster's credentials. Everything is generated fresh on every `up`
 // (the etcd data is fresh too, so nothing signed by an older key survives).
 type pki struct {
@@ -26,6 +28,8 @@ type pki struct {
 	ServingKey  string
 	AdminCert   string // client certificate CN=hyperbatch-admin, O=system:masters
 	AdminKey    string
+	ProxyCert   string // front-proxy client certificate (CN=front-proxy-client), for request-header authentication
+	ProxyKey    string
 	SAKey       string // RSA key signing service-account tokens
 	SAPub       string
 }
@@ -36,6 +40,7 @@ func newPKI(dir string) pki {
 		Dir: dir, CACert: p("ca.crt"),
 		ServingCert: p("serving.crt"), ServingKey: p("serving.key"),
 		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
+		ProxyCert: p("front-proxy-client.crt"), ProxyKey: p("front-proxy-client.key"),
 		SAKey: p("sa.key"), SAPub: p("sa.pub"),
 	}
 }
@@ -92,6 +97,19 @@ func (p pki) generate() error {
 	}
 	if err := issue(admin, caCert, caKey, p.AdminCert, p.AdminKey); err != nil {
 		return fmt.Errorf("admin client certificate: %w", err)
+	}
+
+	// kube-controller-manager and the scheduler delegate authentication to the API server and expect its
+	// request-header CA in kube-system/extension-apiserver-authentication; only this CN may assert headers.
+	proxy := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyClientCN},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.AddDate(1, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := issue(proxy, caCert, caKey, p.ProxyCert, p.ProxyKey); err != nil {
+		return fmt.Errorf("front-proxy client certificate: %w", err)
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

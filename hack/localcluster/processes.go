@@ -46,15 +46,14 @@ func (l layout) start(c component) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating log file for %s: %w", c.Name, err)
 	}
-	defer logFile.Close() // the child holds its own descriptor
+	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 	cmd := exec.Command(c.Binary, c.Args...)
 	cmd.Dir = l.root
 	cmd.Env = append(os.Environ(), c.Env...)
-	cmd.Stdin = nil
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	fmt.Fprintf(logFile, "# %s %s\n", c.Binary, strings.Join(c.Args, " "))
+	_, _ = fmt.Fprintf(logFile, "# %s %s\n", c.Binary, strings.Join(c.Args, " "))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", c.Name, c.Binary, err)
 	}
@@ -90,7 +89,7 @@ func (p *proc) waitReady(ctx context.Context) error {
 	var lastErr error
 	for {
 		if p.exited() {
-			return fmt.Errorf("%s exited during start (%v).\n%s", p.Name, p.waitErr, logTail(p.logPath, 20))
+			return fmt.Errorf("%s exited during start (%s).\n%s", p.Name, exitReason(p.waitErr), logTail(p.logPath))
 		}
 		checkCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		lastErr = p.Ready(checkCtx)
@@ -102,7 +101,7 @@ func (p *proc) waitReady(ctx context.Context) error {
 			return fmt.Errorf("interrupted while waiting for %s", p.Name)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not become ready within %s (last check: %v).\n%s", p.Name, p.StartTimeout, lastErr, logTail(p.logPath, 20))
+			return fmt.Errorf("%s did not become ready within %s (last check: %w).\n%s", p.Name, p.StartTimeout, lastErr, logTail(p.logPath))
 		}
 		select {
 		case <-ctx.Done():
@@ -110,6 +109,13 @@ func (p *proc) waitReady(ctx context.Context) error {
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+func exitReason(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // stop ends the process group this run started: SIGTERM, then SIGKILL after grace.
@@ -129,19 +135,22 @@ func (p *proc) stop(grace time.Duration) {
 	_ = os.Remove(p.pidPath)
 }
 
-// logTail returns the last n lines of a log file, framed with its path, for error messages.
-func logTail(path string, n int) string {
+// tailLines is how much of a component's log an error message shows.
+const tailLines = 20
+
+// logTail returns the last lines of a log file, framed with its path, for error messages.
+func logTail(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var lines []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
-		if len(lines) > n {
+		if len(lines) > tailLines {
 			lines = lines[1:]
 		}
 	}

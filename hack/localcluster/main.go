@@ -1,0 +1,127 @@
+// Command localcluster runs hyperbatch's local development cluster from the binaries in bin/: etcd,
+// kube-apiserver, kube-controller-manager, kwok (fake nodes), hyperbatch's manager and scheduler.
+//
+//	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
+//	go run ./hack/localcluster down [--dir _output/local]
+//	go run ./hack/localcluster status [--dir _output/local]
+//
+// Everything listens on 127.0.0.1 only. `make run` and `make down` call this program.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+const modulePath = "github.com/hyperbatch/hyperbatch"
+
+const usage = `usage: localcluster <command> [flags]
+
+commands:
+  up      start etcd, kube-apiserver, kube-controller-manager, kwok, hyperbatch manager and scheduler,
+          create kwok nodes and a HyperNode tree, then run a demo pod as acceptance check
+  down    stop every process of the cluster, free its ports, remove its etcd data
+  status  show which components run
+
+run "localcluster <command> -h" for the flags of a command
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1], os.Args[2:])
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "\nlocalcluster %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, cmd string, args []string) error {
+	fs := flag.NewFlagSet("localcluster "+cmd, flag.ContinueOnError)
+	dir := fs.String("dir", "_output/local", "directory for the cluster's data, logs, PID files and kubeconfig")
+	var (
+		bin      *string
+		portBase *int
+		nodes    *int
+		noDemo   *bool
+	)
+	switch cmd {
+	case "up":
+		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
+		portBase = fs.Int("port-base", 16443, "first of 8 consecutive loopback ports (kube-apiserver gets this one)")
+		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
+		noDemo = fs.Bool("no-demo", false, "skip the acceptance check (a hyperbatch-scheduler pod must become Running)")
+	case "down", "status":
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return nil
+	default:
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	l, err := newLayout(*dir, bin, portBase)
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "up":
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo})
+	case "down":
+		return down(l)
+	default:
+		return status(ctx, l)
+	}
+}
+
+// newLayout resolves relative paths against the repository root (the nearest directory at or above the
+// working directory whose go.mod declares hyperbatch's module), so the command works from any subdirectory.
+func newLayout(dir string, bin *string, portBase *int) (layout, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return layout{}, fmt.Errorf("finding the working directory: %w", err)
+	}
+	root := wd
+	for d := wd; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module "+modulePath+"\n") {
+			root = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(root, p)
+	}
+	l := layout{root: root, dir: abs(dir), bin: abs("bin"), portBase: 16443}
+	if bin != nil {
+		l.bin = abs(*bin)
+	}
+	if portBase != nil {
+		l.portBase = *portBase
+	}
+	return l, nil
+}
