@@ -26,7 +26,7 @@ func New() *runtime.Scheme {
 		schedulingv1beta1.AddToScheme,
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,
-		karmadapolicyv1alpha1.AddToScheme,
+		karmadapolicyv1alpha1.Install,
 		jobsetv1alpha2.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
