@@ -1,0 +1,316 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// maxWriteAttempts bounds how often one sync re-reads the Secret after losing a write race.
+const maxWriteAttempts = 5
+
+// Rotator keeps the webhook certificates valid. It is a manager.Runnable that runs on every replica
+// (NeedLeaderElection is false): each replica needs the serving certificate on its own disk. Replicas
+// coordinate through the Secret alone: writes carry the resourceVersion that was read, so when two
+// replicas rotate at once one write fails with a conflict and that replica re-reads and adopts the
+// winner's certificates.
+type Rotator struct {
+	cfg      Config
+	client   client.WithWatch
+	clock    clock.Clock
+	recorder record.EventRecorder
+	log      logr.Logger
+
+	syncMu  sync.Mutex // one sync at a time
+	poke    chan struct{}
+	ready   chan struct{}
+	readyMu sync.Once
+	errMu   sync.Mutex
+	lastErr error
+}
+
+// Option customises a Rotator.
+type Option func(*Rotator)
+
+// WithClient sets the API client. It should be uncached (reads must see other replicas' writes at
+// once, and a cache would list every Secret in the cluster); SetupWithManager builds one if unset.
+func WithClient(c client.WithWatch) Option { return func(r *Rotator) { r.client = c } }
+
+// WithClock sets the clock for certificate times and the resync timer (tests pass a fake clock).
+func WithClock(c clock.Clock) Option { return func(r *Rotator) { r.clock = c } }
+
+// WithEventRecorder sets where Events go; SetupWithManager uses the manager's recorder if unset.
+func WithEventRecorder(rec record.EventRecorder) Option { return func(r *Rotator) { r.recorder = rec } }
+
+// WithLogger sets the logger (default: controller-runtime's, named "cert-rotator").
+func WithLogger(l logr.Logger) Option { return func(r *Rotator) { r.log = l } }
+
+// New validates cfg (after defaulting it) and returns a Rotator. The client may be given now
+// (WithClient) or be built by SetupWithManager.
+func New(cfg Config, opts ...Option) (*Rotator, error) {
+	cfg = cfg.Default()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("webhook certificate config: %w", err)
+	}
+	r := &Rotator{
+		cfg:   cfg,
+		clock: clock.RealClock{},
+		log:   ctrl.Log.WithName("cert-rotator"),
+		poke:  make(chan struct{}, 1),
+		ready: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	r.log = r.log.WithValues("secret", r.secretRef(), "mode", cfg.Mode)
+	r.setErr(errors.New("no sync has completed yet"))
+	return r, nil
+}
+
+// SetupWithManager fills in what was not given (an uncached client on the manager's config, the
+// manager's event recorder) and adds the Rotator and its readiness check ("webhook-certs") to mgr.
+func (r *Rotator) SetupWithManager(mgr manager.Manager) error {
+	if r.client == nil {
+		c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+		if err != nil {
+			return fmt.Errorf("creating the certificate rotator's client: %w", err)
+		}
+		r.client = c
+	}
+	if r.recorder == nil {
+		r.recorder = mgr.GetEventRecorderFor("hyperbatch-cert-rotator")
+	}
+	if err := mgr.Add(r); err != nil {
+		return fmt.Errorf("adding the certificate rotator: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook-certs", r.Checker()); err != nil {
+		return fmt.Errorf("adding the webhook-certs readiness check: %w", err)
+	}
+	return nil
+}
+
+// Config returns the defaulted configuration.
+func (r *Rotator) Config() Config { return r.cfg }
+
+// NeedLeaderElection is false: every replica serves webhooks and needs the certificate.
+func (r *Rotator) NeedLeaderElection() bool { return false }
+
+// Ready is closed once the first sync succeeded: in self mode the certificates are in the Secret,
+// in CertDir and in every configured webhook configuration; in cert-manager mode cert-manager has
+// done the same. It stays closed.
+func (r *Rotator) Ready() <-chan struct{} { return r.ready }
+
+// Checker is a healthz.Checker (for the manager's /readyz) that fails, with the last error, until
+// Ready is closed.
+func (r *Rotator) Checker() healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-r.ready:
+			return nil
+		default:
+			return fmt.Errorf("webhook certificates are not ready: %w", r.err())
+		}
+	}
+}
+
+// Start runs the sync loop until ctx ends. Syncs happen at start, when a certificate or a CA-rotation
+// step is due, every ResyncInterval, and (self mode) whenever the Secret or a configured webhook
+// configuration changes (watched), so an overwritten caBundle is restored within seconds. A failed
+// sync is retried with back-off from 1s up to 30s.
+func (r *Rotator) Start(ctx context.Context) error {
+	if r.client == nil {
+		return errors.New("certificate rotator has no client: use WithClient or SetupWithManager")
+	}
+	r.log.Info("starting webhook certificate management", "certDir", r.cfg.CertDir, "dnsNames", r.cfg.DNSNames,
+		"ipAddresses", r.cfg.IPAddresses, "mutating", r.cfg.MutatingWebhookConfigurations, "validating", r.cfg.ValidatingWebhookConfigurations)
+	if r.cfg.Mode == ModeSelf {
+		r.startWatches(ctx)
+	}
+	backoff := time.Second
+	for {
+		next, err := r.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return nil // shutting down; a sync cut short by it is no failure
+		default:
+		}
+		var wait <-chan time.Time
+		var stop func() bool
+		switch d := next.Sub(r.clock.Now()); {
+		case err != nil:
+			r.log.Error(err, "webhook certificate sync failed", "retryIn", backoff)
+			t := time.NewTimer(backoff) // wall time: a stopped test clock must not wedge retries
+			wait, stop = t.C, t.Stop
+			backoff = min(2*backoff, 30*time.Second)
+		case d > 0:
+			backoff = time.Second
+			t := r.clock.NewTimer(min(d, r.cfg.ResyncInterval))
+			wait, stop = t.C(), t.Stop
+		default: // something is due already (should not happen after a sync); don't spin
+			t := time.NewTimer(time.Second)
+			wait, stop = t.C, t.Stop
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			return nil
+		case <-r.poke:
+		case <-wait:
+		}
+		stop()
+	}
+}
+
+// Sync runs one sync now (tests call it to step through rotations deterministically).
+func (r *Rotator) Sync(ctx context.Context) error {
+	_, err := r.sync(ctx)
+	return err
+}
+
+func (r *Rotator) sync(ctx context.Context) (time.Time, error) {
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	var next time.Time
+	var err error
+	if r.cfg.Mode == ModeCertManager {
+		next, err = r.checkCertManager(ctx)
+	} else {
+		next, err = r.syncSelf(ctx)
+	}
+	r.setErr(err)
+	if err == nil {
+		r.readyMu.Do(func() {
+			r.log.Info("webhook certificates are ready")
+			close(r.ready)
+		})
+	}
+	return next, err
+}
+
+// syncSelf brings the Secret up to date, then the cert dir, then the webhook configurations.
+func (r *Rotator) syncSelf(ctx context.Context) (time.Time, error) {
+	var p *plan
+	for attempt := 1; ; attempt++ {
+		var retry bool
+		var err error
+		p, retry, err = r.syncSecret(ctx)
+		if err == nil {
+			break
+		}
+		if !retry || attempt == maxWriteAttempts {
+			return time.Time{}, err
+		}
+		r.log.V(1).Info("lost a race writing the Secret; re-reading", "attempt", attempt, "reason", err.Error())
+	}
+	changed, err := WriteFiles(r.cfg.CertDir, certFiles(p))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("writing certificates to %s: %w", r.cfg.CertDir, err)
+	}
+	if changed {
+		r.log.Info("wrote webhook certificates", "certDir", r.cfg.CertDir, "servingSerial", fmt.Sprintf("%x", p.Serving.Cert.SerialNumber))
+	}
+	if err := r.inject(ctx, p.Data[CACertKey]); err != nil {
+		return time.Time{}, err
+	}
+	recordExpiry(r.secretRef(), "ca", p.CA.Cert)
+	recordExpiry(r.secretRef(), "serving", p.Serving.Cert)
+	return p.Next, nil
+}
+
+// syncSecret reads the Secret, computes the plan and writes it if it differs. retry is true when the
+// write lost a race with another replica (conflict or already exists).
+func (r *Rotator) syncSecret(ctx context.Context) (*plan, bool, error) {
+	secret := &corev1.Secret{}
+	err := r.client.Get(ctx, r.secretKey(), secret)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, false, fmt.Errorf("reading Secret %s: %w", r.secretRef(), err)
+	}
+	p, err := computePlan(r.cfg, r.clock.Now(), secret.Data)
+	if err != nil {
+		return nil, false, fmt.Errorf("computing certificates for Secret %s: %w", r.secretRef(), err)
+	}
+	if exists && dataEqual(p.Data, secret.Data) {
+		return p, false, nil
+	}
+	if exists {
+		data := make(map[string][]byte, len(secret.Data)+4)
+		for k, v := range secret.Data {
+			data[k] = v
+		}
+		for k, v := range p.Data {
+			data[k] = v
+		}
+		secret.Data = data
+		err = r.client.Update(ctx, secret)
+	} else {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: r.cfg.SecretNamespace, Name: r.cfg.SecretName,
+				Labels: map[string]string{"app.kubernetes.io/managed-by": "hyperbatch", "app.kubernetes.io/component": "webhook-certs"},
+			},
+			Type: corev1.SecretTypeTLS,
+			Data: p.Data,
+		}
+		err = r.client.Create(ctx, secret)
+	}
+	if err != nil {
+		retry := apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
+		return nil, retry, fmt.Errorf("writing Secret %s: %w", r.secretRef(), err)
+	}
+	for _, c := range p.Changes {
+		r.log.Info(c.Message, "reason", c.Reason)
+		r.event(secret, c.Reason, c.Message)
+	}
+	return p, false, nil
+}
+
+// poked asks the loop for a sync soon; it never blocks.
+func (r *Rotator) poked() {
+	select {
+	case r.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Rotator) event(obj runtime.Object, reason, msg string) {
+	if r.recorder != nil {
+		r.recorder.Event(obj, corev1.EventTypeNormal, reason, msg)
+	}
+}
+
+func (r *Rotator) setErr(err error) {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	r.lastErr = err
+}
+
+func (r *Rotator) err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	if r.lastErr == nil {
+		return errors.New("unknown")
+	}
+	return r.lastErr
+}
+
+func (r *Rotator) secretKey() client.ObjectKey {
+	return client.ObjectKey{Namespace: r.cfg.SecretNamespace, Name: r.cfg.SecretName}
+}
+
+func (r *Rotator) secretRef() string { return r.cfg.SecretNamespace + "/" + r.cfg.SecretName }
