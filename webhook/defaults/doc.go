@@ -26,15 +26,18 @@
 //     replaces "default" with the namespace annotation; we follow it. "namespace/default" is an
 //     explicit choice and is kept. Queue annotations (Pods, JobSets) have no upstream default, so
 //     there only an absent or blank annotation is unset.
-//   - Pod spec.schedulerName: only "" is unset. "default-scheduler" is kept, because an explicit
-//     user value must never be replaced. Note that the apiserver applies its defaults while decoding
-//     a request, before admission, so a bare Pod that omitted schedulerName reaches the webhook as
-//     "default-scheduler" and is therefore left alone; pod templates inside CRDs (JobSet, Volcano
-//     Job tasks) are not defaulted by the apiserver and do get the policy's scheduler.
+//   - Pod spec.schedulerName: "" is unset, and so is "default-scheduler" when the governing policy
+//     names a scheduler other than "default-scheduler". The apiserver applies its defaults while
+//     decoding a request, before admission, so a bare Pod that omitted schedulerName reaches the
+//     webhook as "default-scheduler"; were only "" unset, a policy's scheduler would never reach a
+//     bare Pod. The price: a Pod that names "default-scheduler" explicitly, in a namespace whose
+//     policy sets another scheduler, is moved to the policy's scheduler too (the two cannot be told
+//     apart). Pod templates inside CRDs (JobSet, Volcano Job tasks) are not defaulted by the
+//     apiserver, so there only "" is unset and an explicit "default-scheduler" is kept.
 //   - Pod spec.priorityClassName: filled when "". Because the in-tree Priority admission plugin runs
 //     before webhooks and has already computed spec.priority (and preemptionPolicy) from "no class",
 //     filling the class also clears those two fields; otherwise a reinvoked Priority plugin rejects
-//     the Pod, or it keeps the stale priority. The webhook should set them from the PriorityClass.
+//     the Pod, or it keeps the stale priority. The webhook sets them from the PriorityClass.
 //     In pod templates (JobSet) the class is filled only when spec.priority is also unset.
 //   - Network topology is one unit: it is filled only when the workload has none at all
 //     (networkTopology nil; on Pods neither volcano.sh/network-topology-* annotation present).

@@ -139,8 +139,14 @@ func FuzzPodDefaults(f *testing.F) {
 			exp.Spec.PriorityClassName, exp.Spec.Priority, exp.Spec.PreemptionPolicy =
 				once.Spec.PriorityClassName, once.Spec.Priority, once.Spec.PreemptionPolicy
 		}
-		if before.Spec.SchedulerName == "" {
+		// "default-scheduler" is what the apiserver writes for an omitted schedulerName; it yields
+		// to a policy that names another scheduler.
+		if before.Spec.SchedulerName == "" ||
+			(before.Spec.SchedulerName == corev1.DefaultSchedulerName && sched != "" && sched != corev1.DefaultSchedulerName) {
 			exp.Spec.SchedulerName = once.Spec.SchedulerName
+			if before.Spec.SchedulerName != "" && once.Spec.SchedulerName != sched {
+				t.Fatalf("schedulerName %q, want the policy's %q in place of default-scheduler", once.Spec.SchedulerName, sched)
+			}
 		}
 		if !reflect.DeepEqual(exp, once) {
 			t.Fatalf("a user-set field changed (-allowed +got):\n%s", diff.Diff(exp, once))

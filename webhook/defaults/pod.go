@@ -30,6 +30,12 @@ func Pod(pod *corev1.Pod, ns Namespace, pols *Policies) Result {
 		r.record("spec.priorityClassName", FieldPriorityClassName, r.policySource())
 	}
 
+	// The apiserver writes "default-scheduler" into an omitted schedulerName while decoding the
+	// request, before any admission plugin runs, so on a Pod it cannot be told from "not chosen".
+	// It counts as unset when the governing policy names another scheduler (see the package doc).
+	if pod.Spec.SchedulerName == corev1.DefaultSchedulerName && d.SchedulerName != "" && d.SchedulerName != corev1.DefaultSchedulerName {
+		pod.Spec.SchedulerName = ""
+	}
 	r.fillString(&pod.Spec.SchedulerName, d.SchedulerName, "spec.schedulerName", FieldSchedulerName)
 
 	_, hasMode := pod.Annotations[NetworkTopologyModeAnnotation]

@@ -57,16 +57,44 @@ func TestPod(t *testing.T) {
 		}),
 		res: Result{Policy: "team-a", Fields: allFields, DefaultedBy: "team-a/queue,priorityClassName,schedulerName,networkTopology"},
 	}, {
-		name: "user values kept, default-scheduler is a user value",
+		name: "user values kept",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
 		in: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
-			s.PriorityClassName, s.SchedulerName, s.Priority = "high", corev1.DefaultSchedulerName, ptr.To[int32](9)
+			s.PriorityClassName, s.SchedulerName, s.Priority = "high", "my-scheduler", ptr.To[int32](9)
 		}),
 		want: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
-			s.PriorityClassName, s.SchedulerName, s.Priority = "high", corev1.DefaultSchedulerName, ptr.To[int32](9)
+			s.PriorityClassName, s.SchedulerName, s.Priority = "high", "my-scheduler", ptr.To[int32](9)
 		}),
 		res: Result{Policy: "team-a"},
+	}, {
+		name: "apiserver-defaulted default-scheduler is unset when the policy names a scheduler",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsA,
+		in: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName = "high", corev1.DefaultSchedulerName
+		}),
+		want: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft",
+			DefaultedByAnnotation: "team-a/schedulerName"}, func(s *corev1.PodSpec) {
+			s.PriorityClassName, s.SchedulerName = "high", "hyperbatch-scheduler"
+		}),
+		res: Result{Policy: "team-a", Fields: []string{"spec.schedulerName"}, DefaultedBy: "team-a/schedulerName"},
+	}, {
+		name: "default-scheduler kept when the policy names no scheduler",
+		pols: []hbv1.WorkloadPolicy{policy("no-sched", 0, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "q" })},
+		ns:   nsA,
+		in:   pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
+		want: pod(map[string]string{QueueNameAnnotation: "q", DefaultedByAnnotation: "no-sched/queue"}, func(s *corev1.PodSpec) {
+			s.SchedulerName = corev1.DefaultSchedulerName
+		}),
+		res: Result{Policy: "no-sched", Fields: []string{qPath}, DefaultedBy: "no-sched/queue"},
+	}, {
+		name: "default-scheduler kept when the policy names default-scheduler itself",
+		pols: []hbv1.WorkloadPolicy{policy("same-sched", 0, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.SchedulerName = corev1.DefaultSchedulerName })},
+		ns:   nsA,
+		in:   pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
+		want: pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
+		res:  Result{Policy: "same-sched"},
 	}, {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},

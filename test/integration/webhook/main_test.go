@@ -1,0 +1,232 @@
+// Package webhook tests hyperbatch's admission webhooks against a real kube-apiserver: the
+// configurations built by webhook.Configurations (URL mode) are installed by envtest, a
+// controller-runtime manager serves webhook.Setup's handlers on envtest's host, port and certificate,
+// and the tests create real objects through the apiserver (and through the project's kubectl).
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
+)
+
+var (
+	env        *framework.Env
+	webhookURL string // https://127.0.0.1:<port>
+)
+
+// Policies every test may rely on. team-a governs namespaces labelled team=a.
+func fixtures() []client.Object {
+	tier := int32(2)
+	return []client.Object{
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000},
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-high"}, Value: 5000},
+		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+			Weight:            10,
+			Defaults: hbv1.PolicyDefaults{
+				Queue: "team-a", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler",
+				NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: &tier},
+				TTLSecondsAfterFinished: ptr.To[int32](86400), ActiveDeadlineSeconds: ptr.To[int64](604800),
+				Propagation: &hbv1.Propagation{ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
+					MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true)},
+			},
+			AllowedQueues: []string{"team-a", "shared"},
+		}},
+		// Would govern kube-system and hyperbatch's namespace, were they ever sent to the webhook.
+		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "system-trap"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"kube-system", hbwebhook.DefaultNamespace}}}},
+			Defaults:      hbv1.PolicyDefaults{Queue: "trap", PriorityClassName: "batch-normal", TTLSecondsAfterFinished: ptr.To[int32](1)},
+			AllowedQueues: []string{"trap"},
+		}},
+		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "missing-class"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "nopc"}},
+			Defaults:          hbv1.PolicyDefaults{PriorityClassName: "does-not-exist"},
+		}},
+		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "short-ttl"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "short"}},
+			Defaults:          hbv1.PolicyDefaults{Queue: "q", TTLSecondsAfterFinished: ptr.To[int32](30)},
+		}},
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	port, err := freePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	webhookURL = fmt.Sprintf("https://127.0.0.1:%d", port)
+	mwc, vwc := hbwebhook.Configurations(hbwebhook.ConfigOptions{URL: webhookURL})
+	env, err = framework.Start(framework.Options{WebhookInstall: &envtest.WebhookInstallOptions{
+		LocalServingHost:   "127.0.0.1",
+		LocalServingPort:   port,
+		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mwc},
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{vwc},
+	}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+	}()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, o := range fixtures() {
+		if err := env.Client.Create(ctx, o); err != nil {
+			fmt.Fprintf(os.Stderr, "creating fixture %s: %v\n", o.GetName(), err)
+			return 1
+		}
+	}
+	wo := env.WebhookOptions()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  scheme.New(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
+			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
+	})
+	if err == nil {
+		err = hbwebhook.Setup(mgr, hbwebhook.Options{})
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "setting up the manager: %v\n", err)
+		return 1
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	ready := hbwebhook.ReadyCheck(mgr)
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil)
+		return ready(req) == nil, nil
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "webhook server never became ready: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// zapLevel logs errors only, everything with WEBHOOK_TEST_VERBOSE=1.
+func zapLevel() int8 {
+	if os.Getenv("WEBHOOK_TEST_VERBOSE") != "" {
+		return -2
+	}
+	return int8(zapcore.ErrorLevel)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port for the webhook server: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// warnings records the admission warnings a client receives.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// warningClient is a client whose admission warnings the test can read.
+func warningClient(t *testing.T) (client.Client, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = w, nil
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, w
+}
+
+func createNamespace(t *testing.T, name string, labels, annotations map[string]string) {
+	t.Helper()
+	ctx, cancel := framework.Context(10 * time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+func wantContains(t *testing.T, what, got string, subs ...string) {
+	t.Helper()
+	for _, s := range subs {
+		if !strings.Contains(got, s) {
+			t.Errorf("%s %q does not contain %q", what, got, s)
+		}
+	}
+}
+
+// insecureTLS trusts envtest's webhook CA only; used to send hand-made AdmissionReviews.
+func webhookHTTPClient(t *testing.T) *http.Client {
+	t.Helper()
+	pool, err := certPool(env.WebhookOptions().LocalServingCAData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}

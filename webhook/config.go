@@ -1,0 +1,302 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// Names and defaults of the webhook configurations.
+const (
+	MutatingConfigurationName   = "hyperbatch-mutating"
+	ValidatingConfigurationName = "hyperbatch-validating"
+
+	DefaultNamespace   = "hyperbatch-system"
+	DefaultServiceName = "hyperbatch-webhook"
+	DefaultServicePort = int32(443)
+
+	// PodNamespaceLabel=PodNamespaceLabelValue on a Namespace opts its Pods in to the Pod webhooks
+	// (the default ConfigOptions.PodNamespaceSelector). Label the namespaces your WorkloadPolicies
+	// govern; Pods of other namespaces never reach hyperbatch.
+	PodNamespaceLabel      = "hyperbatch.dev/pod-webhook"
+	PodNamespaceLabelValue = "enabled"
+)
+
+// Timeouts of the webhook entries, in seconds (see docs/webhooks.md for the reasoning).
+const (
+	// PodTimeoutSeconds is short: Pod webhooks fail open, and a hung call delays every Pod creation
+	// of an opted-in namespace by this much.
+	PodTimeoutSeconds = int32(3)
+	// WorkloadTimeoutSeconds is for the workload kinds, which fail closed: long enough to ride out a
+	// slow cache read or a GC pause, short of the apiserver's 10s default so clients see the reason.
+	WorkloadTimeoutSeconds = int32(5)
+)
+
+// ConfigOptions describe where the apiserver reaches the webhook server and which objects it sends.
+type ConfigOptions struct {
+	// URL, when set, selects URL mode: every webhook calls URL followed by its path, e.g.
+	// "https://127.0.0.1:9443" for the local cluster and envtest. Otherwise Service mode is used.
+	URL string
+
+	// Service mode: the Service in front of the webhook server. Defaults: ServiceNamespace
+	// hyperbatch-system, ServiceName hyperbatch-webhook, ServicePort 443.
+	ServiceNamespace string
+	ServiceName      string
+	ServicePort      int32
+
+	// CABundle (PEM) is written into every clientConfig.caBundle. Leave it empty when an injector
+	// fills it (certs.Rotator in self mode, cert-manager's cainjector) or envtest does.
+	CABundle []byte
+
+	// Namespace is hyperbatch's own namespace; no webhook admits objects there, nor in kube-system.
+	// Default: ServiceNamespace, else hyperbatch-system.
+	Namespace string
+	// ExcludedNamespaces are further namespaces no webhook admits objects in.
+	ExcludedNamespaces []string
+
+	// PodNamespaceSelector picks the namespaces whose Pods the Pod webhooks admit (the exclusions
+	// above still apply). nil means namespaces labelled PodNamespaceLabel=PodNamespaceLabelValue;
+	// an empty selector means every namespace.
+	PodNamespaceSelector *metav1.LabelSelector
+
+	// Kinds are the kinds to register; nil or empty means AllKinds. Keep it equal to Options.Kinds.
+	Kinds []Kind
+
+	// Labels and Annotations are set on both configurations, e.g. the annotation
+	// cert-manager.io/inject-ca-from: <namespace>/<certificate> for cert-manager's cainjector.
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+func (o ConfigOptions) withDefaults() ConfigOptions {
+	if o.ServiceNamespace == "" {
+		o.ServiceNamespace = DefaultNamespace
+	}
+	if o.ServiceName == "" {
+		o.ServiceName = DefaultServiceName
+	}
+	if o.ServicePort == 0 {
+		o.ServicePort = DefaultServicePort
+	}
+	if o.Namespace == "" {
+		o.Namespace = o.ServiceNamespace
+	}
+	if len(o.Kinds) == 0 {
+		o.Kinds = AllKinds()
+	}
+	o.URL = strings.TrimRight(o.URL, "/")
+	return o
+}
+
+// excluded are the namespaces no webhook admits objects in, in a stable order.
+func (o ConfigOptions) excluded() []string {
+	out := []string{metav1.NamespaceSystem}
+	for _, n := range append([]string{o.Namespace}, o.ExcludedNamespaces...) {
+		if n != "" && !contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// entryPolicy is the per-webhook choice documented in docs/webhooks.md.
+type entryPolicy struct {
+	mutateOps, validateOps []admissionregistrationv1.OperationType
+	failurePolicy          admissionregistrationv1.FailurePolicyType
+	timeout                int32
+}
+
+var createOrUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+
+func policyOf(k Kind) entryPolicy {
+	if k == KindPod {
+		// Pods: fail open and stay short.
+		return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
+			failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
+	}
+	// Workloads: fail closed, so no gang runs without its policy's queue, priority and limits.
+	return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
+		failurePolicy: admissionregistrationv1.Fail, timeout: WorkloadTimeoutSeconds}
+}
+
+// WebhookName is the name of a kind's entry in the configurations, e.g. "pod.mutate.hyperbatch.dev".
+func WebhookName(k Kind, mutating bool) string {
+	verb := "validate"
+	if mutating {
+		verb = "mutate"
+	}
+	return fmt.Sprintf("%s.%s.hyperbatch.dev", strings.ToLower(string(k)), verb)
+}
+
+// Configurations builds the MutatingWebhookConfiguration hyperbatch-mutating and the
+// ValidatingWebhookConfiguration hyperbatch-validating for opts.Kinds, one entry per kind and
+// direction, in the order of AllKinds. The result is deterministic (config/webhook/manifests.yaml is
+// generated from it).
+func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	o := opts.withDefaults()
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Labels: copyMap(o.Labels), Annotations: copyMap(o.Annotations)}
+	}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: meta(MutatingConfigurationName),
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
+		ObjectMeta: meta(ValidatingConfigurationName),
+	}
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	matchPolicy := admissionregistrationv1.Equivalent
+	reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
+	for _, k := range AllKinds() {
+		if !hasKind(o.Kinds, k) {
+			continue
+		}
+		spec, pol := kindSpecs[k], policyOf(k)
+		rules := func(ops []admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+			scope := admissionregistrationv1.NamespacedScope
+			return []admissionregistrationv1.RuleWithOperations{{
+				Operations: ops,
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{spec.gvk.Group}, APIVersions: []string{spec.gvk.Version},
+					Resources: []string{spec.resource}, Scope: &scope},
+			}}
+		}
+		fp, timeout := pol.failurePolicy, pol.timeout
+		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
+			Name:                    WebhookName(k, true),
+			ClientConfig:            o.clientConfig(spec.mutatePath),
+			Rules:                   rules(pol.mutateOps),
+			FailurePolicy:           &fp,
+			MatchPolicy:             &matchPolicy,
+			NamespaceSelector:       o.namespaceSelector(k),
+			ObjectSelector:          objectSelector(k),
+			SideEffects:             &sideEffects,
+			TimeoutSeconds:          &timeout,
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      &reinvoke,
+		})
+		if spec.validatePath == "" {
+			continue
+		}
+		vfp, vtimeout := pol.failurePolicy, pol.timeout
+		vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:                    WebhookName(k, false),
+			ClientConfig:            o.clientConfig(spec.validatePath),
+			Rules:                   rules(pol.validateOps),
+			FailurePolicy:           &vfp,
+			MatchPolicy:             &matchPolicy,
+			NamespaceSelector:       o.namespaceSelector(k),
+			ObjectSelector:          objectSelector(k),
+			SideEffects:             &sideEffects,
+			TimeoutSeconds:          &vtimeout,
+			AdmissionReviewVersions: []string{"v1"},
+		})
+	}
+	return mwc, vwc
+}
+
+func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
+	cc := admissionregistrationv1.WebhookClientConfig{}
+	if len(o.CABundle) > 0 {
+		cc.CABundle = append([]byte(nil), o.CABundle...)
+	}
+	if o.URL != "" {
+		u := o.URL + path
+		cc.URL = &u
+		return cc
+	}
+	p, port := path, o.ServicePort
+	cc.Service = &admissionregistrationv1.ServiceReference{Namespace: o.ServiceNamespace, Name: o.ServiceName, Path: &p, Port: &port}
+	return cc
+}
+
+// namespaceSelector keeps kube-system and hyperbatch's namespace out of every webhook, and for Pods
+// adds the opt-in selector.
+func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
+	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: o.excluded(),
+	}}}
+	if k != KindPod {
+		return sel
+	}
+	pods := o.PodNamespaceSelector
+	if pods == nil {
+		pods = &metav1.LabelSelector{MatchLabels: map[string]string{PodNamespaceLabel: PodNamespaceLabelValue}}
+	}
+	sel.MatchLabels = copyMap(pods.MatchLabels)
+	sel.MatchExpressions = append(sel.MatchExpressions, pods.DeepCopy().MatchExpressions...)
+	return sel
+}
+
+// objectSelector: Pods made by Volcano's job controller or by a JobSet's Jobs come from templates
+// the Volcano Job or JobSet webhook already defaulted and checked, so they are left out.
+func objectSelector(k Kind) *metav1.LabelSelector {
+	if k != KindPod {
+		return nil
+	}
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: batchv1alpha1.JobNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
+		{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ManifestsHeader starts the generated config/webhook/manifests.yaml.
+const ManifestsHeader = "# Code generated by `go run ./webhook/cmd/genmanifests`; DO NOT EDIT.\n" +
+	"# hyperbatch's webhook configurations in Service mode (hyperbatch-system/hyperbatch-webhook:443).\n" +
+	"# caBundle is left empty: the certs rotator (self mode) or cert-manager's cainjector fills it.\n"
+
+// Manifests renders Configurations(opts) as a two-document YAML stream, as written to
+// config/webhook/manifests.yaml.
+func Manifests(opts ConfigOptions) ([]byte, error) {
+	mwc, vwc := Configurations(opts)
+	var buf bytes.Buffer
+	buf.WriteString(ManifestsHeader)
+	for _, obj := range []any{mwc, vwc} {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		if md, ok := m["metadata"].(map[string]any); ok {
+			delete(md, "creationTimestamp")
+		}
+		y, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString("---\n")
+		buf.Write(y)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// config/webhook/manifests.yaml is generated from Configurations; it must not drift.
+func TestManifestsInSync(t *testing.T) {
+	want, err := Manifests(ConfigOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "config", "webhook", "manifests.yaml")
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run `go run ./webhook/cmd/genmanifests`", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is out of date with webhook.Configurations: run `go run ./webhook/cmd/genmanifests`", path)
+	}
+}
+
+func TestConfigurations(t *testing.T) {
+	mwc, vwc := Configurations(ConfigOptions{URL: "https://127.0.0.1:9443/", CABundle: []byte("CA"), ExcludedNamespaces: []string{"infra"}})
+	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
+		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
+	}
+	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 5 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 5", len(mwc.Webhooks), len(vwc.Webhooks))
+	}
+	paths := map[string]string{}
+	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
+		mp *admissionregistrationv1.MatchPolicyType, ns *metav1.LabelSelector, versions []string) {
+		t.Helper()
+		if cc.URL == nil || cc.Service != nil || string(cc.CABundle) != "CA" {
+			t.Errorf("%s: client config %+v", name, cc)
+		} else {
+			paths[name] = *cc.URL
+		}
+		wantFP := admissionregistrationv1.Fail
+		if name == WebhookName(KindPod, true) || name == WebhookName(KindPod, false) {
+			wantFP = admissionregistrationv1.Ignore
+		}
+		if *fp != wantFP || *se != admissionregistrationv1.SideEffectClassNone || *mp != admissionregistrationv1.Equivalent ||
+			len(versions) != 1 || versions[0] != "v1" {
+			t.Errorf("%s: failurePolicy %s sideEffects %s matchPolicy %s versions %v", name, *fp, *se, *mp, versions)
+		}
+		ex := ns.MatchExpressions[0]
+		if ex.Key != "kubernetes.io/metadata.name" || ex.Operator != metav1.LabelSelectorOpNotIn ||
+			len(ex.Values) != 3 || ex.Values[0] != "kube-system" || ex.Values[1] != DefaultNamespace || ex.Values[2] != "infra" {
+			t.Errorf("%s: namespaceSelector %+v", name, ns)
+		}
+	}
+	for _, w := range mwc.Webhooks {
+		check(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.NamespaceSelector, w.AdmissionReviewVersions)
+		if w.ReinvocationPolicy == nil || *w.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+			t.Errorf("%s: reinvocationPolicy %v", w.Name, w.ReinvocationPolicy)
+		}
+	}
+	for _, w := range vwc.Webhooks {
+		check(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.NamespaceSelector, w.AdmissionReviewVersions)
+	}
+	if got := paths["pod.mutate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/mutate-pod" {
+		t.Errorf("pod URL %q", got)
+	}
+	if got := paths["hyperjob.validate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/validate-hyperjob" {
+		t.Errorf("hyperjob URL %q", got)
+	}
+	pod := mwc.Webhooks[0]
+	if pod.NamespaceSelector.MatchLabels[PodNamespaceLabel] != PodNamespaceLabelValue || pod.ObjectSelector == nil ||
+		len(pod.Rules[0].Operations) != 2 || *pod.TimeoutSeconds != PodTimeoutSeconds {
+		t.Errorf("pod webhook %+v", pod)
+	}
+
+	// Service mode, a subset of kinds, an opt-out-style Pod selector.
+	mwc, vwc = Configurations(ConfigOptions{Kinds: []Kind{KindPod, KindPropagationPolicy}, PodNamespaceSelector: &metav1.LabelSelector{}})
+	if len(mwc.Webhooks) != 2 || len(vwc.Webhooks) != 1 {
+		t.Fatalf("kinds subset: %d mutating, %d validating", len(mwc.Webhooks), len(vwc.Webhooks))
+	}
+	svc := mwc.Webhooks[1].ClientConfig.Service
+	if svc == nil || svc.Namespace != DefaultNamespace || svc.Name != DefaultServiceName || *svc.Port != DefaultServicePort || *svc.Path != MutatePropagationPolicyPath {
+		t.Errorf("service %+v", svc)
+	}
+	if len(mwc.Webhooks[0].NamespaceSelector.MatchLabels) != 0 {
+		t.Errorf("empty pod selector still opts in by label: %+v", mwc.Webhooks[0].NamespaceSelector)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	for _, tc := range []struct{ in, round string }{
+		{"spec.queue", "spec.queue"},
+		{"metadata.annotations[scheduling.volcano.sh/queue-name]", "metadata.annotations[scheduling.volcano.sh/queue-name]"},
+		{"spec.replicatedJobs[12].template.spec.template.metadata.annotations[a.b/c]", "spec.replicatedJobs[12].template.spec.template.metadata.annotations[a.b/c]"},
+	} {
+		steps, err := parsePath(tc.in)
+		if err != nil || formatPath(steps) != tc.round {
+			t.Errorf("%q: %v %q", tc.in, err, formatPath(steps))
+		}
+	}
+	if _, err := parsePath("a[b"); err == nil {
+		t.Error("unclosed bracket accepted")
+	}
+	// counterpart matches named list elements by name.
+	newDoc, _ := decodeJSONMap([]byte(`{"spec":{"rj":[{"name":"b","q":""},{"name":"a","q":""},{"name":"c"}]}}`))
+	oldDoc, _ := decodeJSONMap([]byte(`{"spec":{"rj":[{"name":"a","q":"qa"},{"name":"b","q":"qb"}]}}`))
+	for in, want := range map[string]string{"spec.rj[0].q": "spec.rj[1].q", "spec.rj[1].q": "spec.rj[0].q", "spec.rj[2].q": ""} {
+		steps, _ := parsePath(in)
+		got, ok := counterpart(newDoc, oldDoc, steps)
+		if (want == "") == ok || ok && formatPath(got) != want {
+			t.Errorf("counterpart(%s) = %s %v, want %q", in, formatPath(got), ok, want)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package webhook
+
+import (
+	"context"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Any request body, for any handler and operation, is answered without a panic, and a patch always
+// applies to the object it was computed for.
+func FuzzHandlers(f *testing.F) {
+	f.Add(uint8(1), true, []byte(`{"metadata":{"name":"j","namespace":"a"},"spec":{"queue":"default"}}`), []byte(`{"metadata":{"name":"j","namespace":"a","annotations":{"hyperbatch.dev/defaulted-by":"team-a/queue"}},"spec":{"queue":"team-a"}}`))
+	f.Add(uint8(0), false, []byte(`{"metadata":{"name":"p","namespace":"a"},"spec":{"schedulerName":"default-scheduler","priority":0}}`), []byte(`{}`))
+	f.Add(uint8(3), true, []byte(`{"metadata":{"name":"js","namespace":"a"},"spec":{"replicatedJobs":[{"name":"w","template":{}},{"name":"w"}]}}`),
+		[]byte(`{"metadata":{"name":"js","namespace":"a"},"spec":{"replicatedJobs":[{"name":"w","template":{"spec":{"template":{"metadata":{"annotations":{"scheduling.volcano.sh/queue-name":"q"}}}}}}]}}`))
+	f.Add(uint8(4), true, []byte(`{"metadata":{"name":"hj","namespace":"a"},"spec":{"replicatedJobs":[{"name":"r","templateSpec":{"queue":"default"}}]}}`),
+		[]byte(`{"metadata":{"name":"hj","namespace":"a"},"spec":{"replicatedJobs":null}}`))
+	f.Add(uint8(5), false, []byte(`{"metadata":{"name":"pp","namespace":"a"},"spec":{"placement":null}}`), []byte(`null`))
+	f.Add(uint8(2), true, []byte(`[]`), []byte(`"x"`))
+	d := testDeps(f, teamA(), nsA, batchNormal())
+	all := d.handlers(AllKinds())
+	f.Fuzz(func(t *testing.T, kindIdx uint8, update bool, obj, old []byte) {
+		k := AllKinds()[int(kindIdx)%len(AllKinds())]
+		gvk := kindSpecs[k].gvk
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			UID: "u", Kind: metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+			Operation: admissionv1.Create, Namespace: "a",
+		}}
+		req.Object.Raw = obj
+		if update {
+			req.Operation, req.OldObject.Raw = admissionv1.Update, old
+		}
+		for _, path := range []string{kindSpecs[k].mutatePath, kindSpecs[k].validatePath} {
+			h, ok := all[path]
+			if !ok {
+				continue
+			}
+			resp := h.Handle(context.Background(), req)
+			if !resp.Allowed || len(resp.Patches) == 0 {
+				continue
+			}
+			doc, err := decodeJSONMap(obj)
+			if err != nil {
+				t.Fatalf("%s patched an undecodable object", path)
+			}
+			for _, op := range resp.Patches {
+				if err := applyOp(doc, op.Operation, op.Path, op.Value); err != nil {
+					t.Fatalf("%s: patch %s %s does not apply: %v", path, op.Operation, op.Path, err)
+				}
+			}
+		}
+	})
+}

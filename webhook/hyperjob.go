@@ -1,0 +1,98 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// maxChildNameLength bounds the names of the Volcano Jobs a HyperJob is split into,
+// {hyperjob}-{replicatedjob}-{index} (Volcano's limit on a Job name).
+const maxChildNameLength = validation.DNS1123LabelMaxLength
+
+// childName is the name of the index-th Volcano Job made from a HyperJob's replicatedJob; it must
+// agree with the HyperJob controller's naming.
+func childName(hyperJob, replicatedJob string, index int32) string {
+	return fmt.Sprintf("%s-%s-%d", hyperJob, replicatedJob, index)
+}
+
+// HyperJobs (training.volcano.sh/v1alpha1): every replicatedJob's templateSpec gets queue (the CRD's
+// "default" counts as unset), priorityClassName, schedulerName and networkTopology; the HyperJob gets
+// the ttl-seconds-after-finished and active-deadline-seconds annotations. Defaulted on CREATE and
+// carried over on UPDATE; a replicatedJob added by an UPDATE is not defaulted (it would change a
+// running HyperJob), so it needs an allowed queue of its own.
+func (d *deps) hyperJobMutator() admission.Handler {
+	return &mutator[*trainingv1alpha1.HyperJob]{
+		deps: d, kind: KindHyperJob, gvk: kindSpecs[KindHyperJob].gvk,
+		newObj: func() *trainingv1alpha1.HyperJob { return &trainingv1alpha1.HyperJob{} },
+		apply:  defaults.HyperJob,
+	}
+}
+
+// HyperJobs are checked for: every templateSpec.queue in the policy's allowedQueues; the lifecycle
+// annotations; and their shape: replicatedJob names are unique DNS-1035 labels, replicas >= 1, and
+// the generated child names {hyperjob}-{replicatedjob}-{index} fit in 63 characters. On UPDATE the
+// shape of replicatedJobs that did not change is not judged again.
+func (d *deps) hyperJobValidator() admission.Handler {
+	return &validator[*trainingv1alpha1.HyperJob]{
+		deps: d, kind: KindHyperJob, gvk: kindSpecs[KindHyperJob].gvk,
+		newObj: func() *trainingv1alpha1.HyperJob { return &trainingv1alpha1.HyperJob{} },
+		check: func(_ context.Context, c *checker, hj, old *trainingv1alpha1.HyperJob, update bool) error {
+			oldByName := map[string]*trainingv1alpha1.ReplicatedJob{}
+			for i := range old.Spec.ReplicatedJobs {
+				oldByName[old.Spec.ReplicatedJobs[i].Name] = &old.Spec.ReplicatedJobs[i]
+			}
+			rjs := field.NewPath("spec", "replicatedJobs")
+			seen := map[string]bool{}
+			for i := range hj.Spec.ReplicatedJobs {
+				rj := &hj.Spec.ReplicatedJobs[i]
+				p := rjs.Index(i)
+				prev, existed := oldByName[rj.Name]
+				var oldQueue string
+				if existed {
+					oldQueue = prev.TemplateSpec.Queue
+				}
+				c.queue(p.Child("templateSpec", "queue"), rj.TemplateSpec.Queue, update, oldQueue, existed)
+
+				if seen[rj.Name] {
+					c.errs = append(c.errs, field.Duplicate(p.Child("name"), rj.Name))
+					continue
+				}
+				seen[rj.Name] = true
+				if update && existed && prev.Replicas == rj.Replicas && old.Name == hj.Name {
+					continue
+				}
+				c.replicatedJobShape(hj.Name, p, rj)
+			}
+			c.lifecycleAnnotations(hj, old, update)
+			return nil
+		},
+	}
+}
+
+func (c *checker) replicatedJobShape(hyperJob string, p *field.Path, rj *trainingv1alpha1.ReplicatedJob) {
+	nameOK := true
+	for _, msg := range validation.IsDNS1035Label(rj.Name) {
+		c.errs = append(c.errs, field.Invalid(p.Child("name"), rj.Name, msg))
+		nameOK = false
+	}
+	if rj.Replicas < 1 {
+		c.errs = append(c.errs, field.Invalid(p.Child("replicas"), rj.Replicas, "must be greater than or equal to 1"))
+		return
+	}
+	if !nameOK || hyperJob == "" {
+		return
+	}
+	if longest := childName(hyperJob, rj.Name, rj.Replicas-1); len(longest) > maxChildNameLength {
+		c.errs = append(c.errs, field.Invalid(p.Child("name"), rj.Name, fmt.Sprintf(
+			"the Volcano Jobs made from this replicatedJob are named {hyperjob}-{replicatedjob}-{index}; the longest, %q, is %d characters, "+
+				"more than %d: shorten the HyperJob name (%d characters) or the replicatedJob name (%d characters) by %d",
+			longest, len(longest), maxChildNameLength, len(hyperJob), len(rj.Name), len(longest)-maxChildNameLength)))
+	}
+}

@@ -1,0 +1,328 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// finishFunc runs after the engine filled something on CREATE. It may change obj further (Pods:
+// spec.priority from the PriorityClass), add a note to the warning, or deny the request.
+type finishFunc[T client.Object] func(ctx context.Context, obj T, ns defaults.Namespace, res defaults.Result) (note string, deny field.ErrorList, err error)
+
+// mutator is the mutating handler of one kind: it decodes the object, asks the defaults engine to
+// fill it from the namespace and the governing WorkloadPolicy, and answers with a JSON patch and a
+// warning that lists what was filled.
+type mutator[T client.Object] struct {
+	*deps
+	kind   Kind
+	gvk    schema.GroupVersionKind
+	newObj func() T
+	apply  func(T, defaults.Namespace, *defaults.Policies) defaults.Result
+	finish finishFunc[T]
+}
+
+// Handle implements admission.Handler.
+func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, result := m.handle(ctx, req)
+	observe("mutating", m.kind, string(req.Operation), result, start)
+	return resp
+}
+
+func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+	log := logf.FromContext(ctx).WithValues("webhook", "mutating", "kind", m.kind, "operation", req.Operation, "dryRun", isDryRun(req))
+	if err := checkKind(req, m.gvk); err != nil {
+		log.Info("rejecting malformed request", "error", err.Error())
+		return admission.Errored(http.StatusBadRequest, err), resultError
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed(""), resultAllowed
+	}
+	obj := m.newObj()
+	if err := m.decoder.Decode(req, obj); err != nil {
+		log.Info("rejecting undecodable object", "error", err.Error())
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
+	}
+	var old T
+	if req.Operation == admissionv1.Update {
+		old = m.newObj()
+		if err := m.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			log.Info("rejecting undecodable old object", "error", err.Error())
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
+		}
+		if obj.GetDeletionTimestamp() != nil {
+			return admission.Allowed(""), resultAllowed
+		}
+	}
+	ns, err := m.namespace(ctx, req.Namespace)
+	if err != nil {
+		log.Error(err, "namespace lookup failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	pols, err := m.policies.get(ctx)
+	if err != nil {
+		log.Error(err, "policy lookup failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	if req.Operation == admissionv1.Update {
+		return m.update(ctx, log, req, obj, old, ns, pols)
+	}
+	return m.create(ctx, log, req, obj, ns, pols)
+}
+
+func (m *mutator[T]) create(ctx context.Context, log logr.Logger, req admission.Request, obj T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
+	out := obj.DeepCopyObject().(T)
+	res := m.apply(out, ns, pols)
+	if !res.Changed() {
+		log.V(2).Info("nothing to default", "policy", res.Policy)
+		return admission.Allowed(""), resultAllowed
+	}
+	var note string
+	if m.finish != nil {
+		n, deny, err := m.finish(ctx, out, ns, res)
+		if err != nil {
+			log.Error(err, "finishing defaults failed")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+		}
+		if len(deny) > 0 {
+			log.Info("denied", "policy", res.Policy, "reason", deny.ToAggregate().Error())
+			return invalid(m.gvk, nameOf(obj), deny), resultDenied
+		}
+		note = n
+	}
+	patched, err := patchRaw(req.Object.Raw, obj, out)
+	if err != nil {
+		log.Error(err, "building the patch failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
+	}
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	if !resp.Allowed {
+		return resp, resultError
+	}
+	// The engine's own account of this call: run it again on a copy without the history annotation,
+	// so the warning names only the sources this request used.
+	fresh := obj.DeepCopyObject().(T)
+	withoutDefaultedBy(fresh)
+	sources := parseSources(m.apply(fresh, ns, pols).DefaultedBy)
+	after, err := decodeJSONMap(patched)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err), resultError
+	}
+	warning := defaultedWarning(res.Fields, after, sources, note)
+	log.V(1).Info("defaulted", "policy", res.Policy, "fields", res.Fields, "defaultedBy", res.DefaultedBy)
+	return resp.WithWarnings(warning), resultPatched
+}
+
+// update carries defaults over from the old object. The engine is asked which fields it would fill
+// in the new object and which it would have filled in the old one; a field it would fill now but
+// that the old object had set was dropped by this request (kubectl apply replacing a list, kubectl
+// replace, an edit) and gets its old value back. Nothing the old object lacked is introduced on
+// UPDATE, so a changed policy never rewrites a running workload, and upstream immutability rules
+// (Volcano Job spec, JobSet replicatedJobs) never see a change the user did not make.
+func (m *mutator[T]) update(ctx context.Context, log logr.Logger, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
+	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fields
+	wasUnset := map[string]bool{}
+	for _, p := range m.apply(old.DeepCopyObject().(T), ns, pols).Fields {
+		wasUnset[p] = true
+	}
+	newRaw, err := decodeJSONMap(req.Object.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
+	}
+	oldRaw, err := decodeJSONMap(req.OldObject.Raw)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
+	}
+	var kept []string
+	for _, p := range nowUnset {
+		steps, err := parsePath(p)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err), resultError
+		}
+		oldSteps, ok := counterpart(newRaw, oldRaw, steps)
+		if !ok || wasUnset[formatPath(oldSteps)] {
+			continue
+		}
+		v, ok := lookup(oldRaw, oldSteps)
+		if !ok {
+			continue
+		}
+		if set(newRaw, steps, v) {
+			kept = append(kept, p)
+		}
+	}
+	// The history annotation is bookkeeping of the object's whole life: keep it too.
+	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: defaults.DefaultedByAnnotation}}
+	if cur, _ := lookup(newRaw, defaultedBy); isBlank(cur) {
+		if prev, ok := lookup(oldRaw, defaultedBy); ok && !isBlank(prev) {
+			set(newRaw, defaultedBy, prev)
+		}
+	}
+	patched, err := json.Marshal(newRaw)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err), resultError
+	}
+	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
+	switch {
+	case !resp.Allowed:
+		return resp, resultError
+	case len(resp.Patches) == 0:
+		return resp, resultAllowed
+	}
+	// No warning: nothing changes from the user's point of view, and a warning on every re-apply of
+	// an unchanged manifest would be noise.
+	log.V(1).Info("kept defaults the update dropped", "fields", kept)
+	return resp, resultPatched
+}
+
+// patchRaw applies to the request's raw object every change between two renderings of the typed
+// object, before and after defaulting. Diffing the renderings (not raw against the rendering) keeps
+// fields the Go types do not know (a newer CRD than our API module) and never adds the zero values
+// a typed rendering writes; applying the changes to raw creates the parents raw lacks.
+func patchRaw(raw []byte, before, after any) ([]byte, error) {
+	dst, err := decodeJSONMap(raw)
+	if err != nil {
+		return nil, err
+	}
+	b, err := toJSONMap(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := toJSONMap(after)
+	if err != nil {
+		return nil, err
+	}
+	mergeChanges(dst, b, a, nil)
+	return json.Marshal(dst)
+}
+
+// mergeChanges writes into dst, at the same paths, every difference between before and after.
+func mergeChanges(dst map[string]any, before, after any, at []step) {
+	if reflect.DeepEqual(before, after) {
+		return
+	}
+	switch a := after.(type) {
+	case map[string]any:
+		b, ok := before.(map[string]any)
+		if !ok || len(at) > 0 && !isMapAt(dst, at) {
+			break
+		}
+		for k, av := range a {
+			p := appendStep(at, step{key: k})
+			if bv, ok := b[k]; ok {
+				mergeChanges(dst, bv, av, p)
+			} else {
+				set(dst, p, av)
+			}
+		}
+		for k := range b {
+			if _, ok := a[k]; !ok {
+				remove(dst, appendStep(at, step{key: k}))
+			}
+		}
+		return
+	case []any:
+		b, ok := before.([]any)
+		cur, _ := lookup(dst, at)
+		dl, dok := cur.([]any)
+		if !ok || !dok || len(b) != len(a) || len(dl) != len(a) {
+			break
+		}
+		for i := range a {
+			mergeChanges(dst, b[i], a[i], appendStep(at, step{bracket: true, isIndex: true, index: i}))
+		}
+		return
+	}
+	if len(at) == 0 {
+		return
+	}
+	if after == nil {
+		remove(dst, at)
+		return
+	}
+	set(dst, at, after)
+}
+
+func isMapAt(root map[string]any, at []step) bool {
+	v, ok := lookup(root, at)
+	if !ok {
+		return true // set creates it
+	}
+	_, isMap := v.(map[string]any)
+	return isMap
+}
+
+func appendStep(at []step, s step) []step {
+	out := make([]step, len(at), len(at)+1)
+	copy(out, at)
+	return append(out, s)
+}
+
+func remove(root map[string]any, steps []step) {
+	if len(steps) == 0 {
+		return
+	}
+	parent, ok := lookup(root, steps[:len(steps)-1])
+	if !ok {
+		return
+	}
+	if m, ok := parent.(map[string]any); ok {
+		delete(m, steps[len(steps)-1].key)
+	}
+}
+
+func isBlank(v any) bool {
+	s, ok := v.(string)
+	return v == nil || ok && strings.TrimSpace(s) == ""
+}
+
+func withoutDefaultedBy(obj client.Object) {
+	ann := obj.GetAnnotations()
+	if _, ok := ann[defaults.DefaultedByAnnotation]; !ok {
+		return
+	}
+	cp := make(map[string]string, len(ann))
+	for k, v := range ann {
+		if k != defaults.DefaultedByAnnotation {
+			cp[k] = v
+		}
+	}
+	obj.SetAnnotations(cp)
+}
+
+// checkKind refuses a request for a kind this handler does not serve (a misconfigured webhook).
+func checkKind(req admission.Request, gvk schema.GroupVersionKind) error {
+	got := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	if got != gvk {
+		return fmt.Errorf("this webhook admits %s, not %q", gvk, got)
+	}
+	return nil
+}
+
+func isDryRun(req admission.Request) bool { return req.DryRun != nil && *req.DryRun }
+
+// nameOf is the object's name for messages; generateName with a '*' before the apiserver made one.
+func nameOf(obj client.Object) string {
+	if n := obj.GetName(); n != "" {
+		return n
+	}
+	if g := obj.GetGenerateName(); g != "" {
+		return g + "*"
+	}
+	return ""
+}

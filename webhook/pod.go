@@ -1,0 +1,81 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// Pods are defaulted on CREATE. On UPDATE nothing new is filled: a Pod's spec is immutable, and
+// the queue and topology annotations are read when the Pod is scheduled or its PodGroup is made, so
+// adding them to an existing Pod would claim a queue it never went through. An UPDATE only gets back
+// what it dropped (the generic carry-over). That matters for one real sequence: `kubectl apply`
+// (client-side) then `kubectl apply --server-side`. The apiserver writes "default-scheduler" into the
+// Pod before the field manager runs, so the client-side applier owns spec.schedulerName; kubectl hands
+// that ownership to its server-side manager, whose apply then drops the field, and the apiserver
+// defaults it to "default-scheduler" again, which Pod validation would refuse as a change of an
+// immutable field. The carry-over restores the value the Pod has.
+func (d *deps) podMutator() admission.Handler {
+	return &mutator[*corev1.Pod]{
+		deps: d, kind: KindPod, gvk: kindSpecs[KindPod].gvk,
+		newObj: func() *corev1.Pod { return &corev1.Pod{} },
+		apply:  defaults.Pod,
+		finish: d.podPriority,
+	}
+}
+
+// podPriority completes a filled spec.priorityClassName. The in-tree Priority admission plugin runs
+// before webhooks and computed spec.priority for "no class"; the engine cleared it, and here it is
+// set from the PriorityClass (from the cache), as the plugin would. A class that does not exist is
+// denied now, naming the policy, rather than later by the plugin with a bare "not found".
+func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Namespace, res defaults.Result) (string, field.ErrorList, error) {
+	if !slices.Contains(res.Fields, "spec.priorityClassName") {
+		return "", nil, nil
+	}
+	name := pod.Spec.PriorityClassName
+	pc, err := d.priorityClass(ctx, name)
+	if err != nil {
+		return "", nil, err
+	}
+	if pc == nil {
+		return "", field.ErrorList{field.Invalid(field.NewPath("spec", "priorityClassName"), name,
+			fmt.Sprintf("PriorityClass %q does not exist; it is the default priorityClassName of WorkloadPolicy %q, which governs namespace %q: "+
+				"create the PriorityClass, correct the policy's spec.defaults.priorityClassName, or set spec.priorityClassName on the Pod",
+				name, res.Policy, ns.Name))}, nil
+	}
+	value := pc.Value
+	pod.Spec.Priority = &value
+	note := fmt.Sprintf("spec.priority=%d", value)
+	if pc.PreemptionPolicy != nil {
+		pp := *pc.PreemptionPolicy
+		pod.Spec.PreemptionPolicy = &pp
+		note += ", spec.preemptionPolicy=" + string(pp)
+	}
+	return note + " from PriorityClass " + name, nil, nil
+}
+
+// Pods are checked for allowed queues only when they name one themselves and belong to no
+// PodGroup: a PodGroup member is scheduled in its PodGroup's queue, which is checked on the
+// PodGroup. A Pod without a queue annotation is not using a Volcano queue of its own choosing.
+func (d *deps) podValidator() admission.Handler {
+	return &validator[*corev1.Pod]{
+		deps: d, kind: KindPod, gvk: kindSpecs[KindPod].gvk,
+		newObj: func() *corev1.Pod { return &corev1.Pod{} },
+		check: func(_ context.Context, c *checker, pod, old *corev1.Pod, update bool) error {
+			q := pod.Annotations[defaults.QueueNameAnnotation]
+			if strings.TrimSpace(q) == "" || strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
+				return nil
+			}
+			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
+			c.queue(field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation), q, update, oldQ, had)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,35 @@
+package webhook
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// Volcano PodGroups (scheduling.volcano.sh/v1beta1): spec.queue (the CRD's "default" counts as
+// unset), priorityClassName and networkTopology are defaulted on CREATE and carried over on UPDATE.
+func (d *deps) podGroupMutator() admission.Handler {
+	return &mutator[*schedulingv1beta1.PodGroup]{
+		deps: d, kind: KindPodGroup, gvk: kindSpecs[KindPodGroup].gvk,
+		newObj: func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
+		apply:  defaults.PodGroup,
+	}
+}
+
+// PodGroups are checked for spec.queue in the policy's allowedQueues. Every gang scheduled by
+// Volcano has one, whoever made it (a user, Volcano's job controller for a Volcano Job or a bare
+// Pod, hyperbatch's PodGroup controller for a JobSet), so this is where the queue rule holds for all.
+func (d *deps) podGroupValidator() admission.Handler {
+	return &validator[*schedulingv1beta1.PodGroup]{
+		deps: d, kind: KindPodGroup, gvk: kindSpecs[KindPodGroup].gvk,
+		newObj: func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
+		check: func(_ context.Context, c *checker, pg, old *schedulingv1beta1.PodGroup, update bool) error {
+			c.queue(field.NewPath("spec", "queue"), pg.Spec.Queue, update, old.Spec.Queue, true)
+			return nil
+		},
+	}
+}

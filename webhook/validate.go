@@ -1,0 +1,205 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// MinTTLSecondsWithoutWarning: a ttlSecondsAfterFinished below it is admitted with a warning,
+// because the finished workload, its pods and their logs are gone almost at once.
+const MinTTLSecondsWithoutWarning = 60
+
+// checkFunc judges one object. update is false on CREATE, where old is the zero value.
+type checkFunc[T client.Object] func(ctx context.Context, c *checker, obj, old T, update bool) error
+
+// checker collects one request's findings.
+type checker struct {
+	ns       defaults.Namespace
+	pols     *defaults.Policies
+	errs     field.ErrorList
+	warnings []string
+}
+
+// validator is the validating handler of one kind.
+type validator[T client.Object] struct {
+	*deps
+	kind   Kind
+	gvk    schema.GroupVersionKind
+	newObj func() T
+	check  checkFunc[T]
+}
+
+// Handle implements admission.Handler.
+func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	resp, result := v.handle(ctx, req)
+	observe("validating", v.kind, string(req.Operation), result, start)
+	return resp
+}
+
+func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+	log := logf.FromContext(ctx).WithValues("webhook", "validating", "kind", v.kind, "operation", req.Operation, "dryRun", isDryRun(req))
+	if err := checkKind(req, v.gvk); err != nil {
+		log.Info("rejecting malformed request", "error", err.Error())
+		return admission.Errored(http.StatusBadRequest, err), resultError
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed(""), resultAllowed
+	}
+	obj := v.newObj()
+	if err := v.decoder.Decode(req, obj); err != nil {
+		log.Info("rejecting undecodable object", "error", err.Error())
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", v.gvk.Kind, err)), resultError
+	}
+	old := v.newObj()
+	update := req.Operation == admissionv1.Update
+	if update {
+		if err := v.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			log.Info("rejecting undecodable old object", "error", err.Error())
+			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", v.gvk.Kind, err)), resultError
+		}
+		// Finalizer removal and the like must always pass.
+		if obj.GetDeletionTimestamp() != nil {
+			return admission.Allowed(""), resultAllowed
+		}
+	}
+	ns, err := v.namespace(ctx, req.Namespace)
+	if err != nil {
+		log.Error(err, "namespace lookup failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	pols, err := v.policies.get(ctx)
+	if err != nil {
+		log.Error(err, "policy lookup failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	c := &checker{ns: ns, pols: pols}
+	if err := v.check(ctx, c, obj, old, update); err != nil {
+		log.Error(err, "validation failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	if len(c.errs) > 0 {
+		log.Info("denied", "reason", c.errs.ToAggregate().Error())
+		return invalid(v.gvk, nameOf(obj), c.errs).WithWarnings(c.warnings...), resultDenied
+	}
+	return admission.Allowed("").WithWarnings(c.warnings...), resultAllowed
+}
+
+// invalid is a denial carrying a 422 Invalid status with one cause per field error, as the
+// apiserver's own validation answers: clients see apierrors.IsInvalid and kubectl prints each field.
+func invalid(gvk schema.GroupVersionKind, name string, errs field.ErrorList) admission.Response {
+	st := apierrors.NewInvalid(gvk.GroupKind(), name, errs).ErrStatus
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
+}
+
+// queue checks a queue reference against the governing policy's allowedQueues. On UPDATE an
+// unchanged queue is not checked again, so tightening a policy never blocks updates (or finalizer
+// removal) of workloads admitted before.
+func (c *checker) queue(path *field.Path, queue string, update bool, oldQueue string, hadOld bool) {
+	if update && hadOld && defaults.NormalizeQueue(queue) == defaults.NormalizeQueue(oldQueue) {
+		return
+	}
+	ok, policy, allowed := defaults.AllowedQueue(queue, c.ns, c.pols)
+	if ok {
+		return
+	}
+	shown := strconv.Quote(defaults.NormalizeQueue(queue))
+	if defaults.NormalizeQueue(queue) == "" {
+		shown = fmt.Sprintf(`"" (Volcano's %q queue)`, schedulingv1beta1.DefaultQueue)
+	}
+	quoted := make([]string, len(allowed))
+	for i, q := range allowed {
+		quoted[i] = strconv.Quote(q)
+	}
+	c.errs = append(c.errs, field.Forbidden(path, fmt.Sprintf("queue %s is not allowed in namespace %q: WorkloadPolicy %q allows only %s",
+		shown, c.ns.Name, policy, strings.Join(quoted, ", "))))
+}
+
+// lifecycleAnnotations checks hyperbatch.dev/ttl-seconds-after-finished and
+// hyperbatch.dev/active-deadline-seconds: integers, TTL >= 0, deadline >= 1, and immutable once set.
+func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
+	base := field.NewPath("metadata", "annotations")
+	for _, a := range []struct {
+		key  string
+		min  int64
+		bits int
+	}{
+		{defaults.TTLSecondsAfterFinishedAnnotation, 0, 32},
+		{defaults.ActiveDeadlineSecondsAnnotation, 1, 64},
+	} {
+		p := base.Key(a.key)
+		v, has := obj.GetAnnotations()[a.key]
+		if update {
+			if was, had := old.GetAnnotations()[a.key]; had {
+				if !has {
+					c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %q)", was)))
+					continue
+				}
+				if v != was {
+					c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("field is immutable once set (it is %q)", was)))
+					continue
+				}
+				continue // unchanged: checked when it was set
+			}
+		}
+		if !has {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, a.bits)
+		if err != nil {
+			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be an integer number of seconds (%d-bit)", a.bits)))
+			continue
+		}
+		if n < a.min {
+			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be greater than or equal to %d", a.min)))
+			continue
+		}
+		if a.key == defaults.TTLSecondsAfterFinishedAnnotation {
+			c.ttlWarning(p, n)
+		}
+	}
+}
+
+// ttlField checks a native spec.ttlSecondsAfterFinished: >= 0 and immutable once set.
+func (c *checker) ttlField(p *field.Path, ttl, oldTTL *int32, update bool) {
+	if update && oldTTL != nil {
+		switch {
+		case ttl == nil:
+			c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %d)", *oldTTL)))
+		case *ttl != *oldTTL:
+			c.errs = append(c.errs, field.Invalid(p, *ttl, fmt.Sprintf("field is immutable once set (it is %d)", *oldTTL)))
+		}
+		return
+	}
+	if ttl == nil {
+		return
+	}
+	if *ttl < 0 {
+		c.errs = append(c.errs, field.Invalid(p, *ttl, "must be greater than or equal to 0"))
+		return
+	}
+	c.ttlWarning(p, int64(*ttl))
+}
+
+func (c *checker) ttlWarning(p *field.Path, ttl int64) {
+	if ttl < MinTTLSecondsWithoutWarning {
+		c.warnings = append(c.warnings, fmt.Sprintf("%s%s=%d: the workload is deleted %ds after it finishes, with its pods and their logs; "+
+			"use at least %ds to leave time to look at it", warningPrefix, p, ttl, ttl, MinTTLSecondsWithoutWarning))
+	}
+}

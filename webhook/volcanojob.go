@@ -1,0 +1,38 @@
+package webhook
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// Volcano Jobs (batch.volcano.sh/v1alpha1): spec.queue, priorityClassName, schedulerName,
+// networkTopology, ttlSecondsAfterFinished and the active-deadline annotation are defaulted on
+// CREATE and carried over on UPDATE.
+func (d *deps) volcanoJobMutator() admission.Handler {
+	return &mutator[*batchv1alpha1.Job]{
+		deps: d, kind: KindVolcanoJob, gvk: kindSpecs[KindVolcanoJob].gvk,
+		newObj: func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
+		apply:  defaults.VolcanoJob,
+	}
+}
+
+// Volcano Jobs are checked for: spec.queue in the policy's allowedQueues; spec.ttlSecondsAfterFinished
+// >= 0 and immutable once set; the lifecycle annotations.
+func (d *deps) volcanoJobValidator() admission.Handler {
+	return &validator[*batchv1alpha1.Job]{
+		deps: d, kind: KindVolcanoJob, gvk: kindSpecs[KindVolcanoJob].gvk,
+		newObj: func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
+		check: func(_ context.Context, c *checker, job, old *batchv1alpha1.Job, update bool) error {
+			spec := field.NewPath("spec")
+			c.queue(spec.Child("queue"), job.Spec.Queue, update, old.Spec.Queue, true)
+			c.ttlField(spec.Child("ttlSecondsAfterFinished"), job.Spec.TTLSecondsAfterFinished, old.Spec.TTLSecondsAfterFinished, update)
+			c.lifecycleAnnotations(job, old, update)
+			return nil
+		},
+	}
+}
