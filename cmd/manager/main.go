@@ -1,53 +1,40 @@
 // Command manager runs hyperbatch's admission webhooks and controllers in one controller-runtime
-// manager. Controllers run only on the elected leader; webhooks are served by every replica.
+// manager. Controllers run only on the elected leader; webhooks (and the certificate rotator that
+// feeds them) run on every replica.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/certs"
 )
-
-// controllerSetups maps a controller's name (as given to --controllers) to the function that adds it
-// to the manager.
-var controllerSetups = map[string]func(ctrl.Manager) error{
-	"workloadpolicy": func(m ctrl.Manager) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
-}
-
-type options struct {
-	metricsAddr    string
-	probeAddr      string
-	leaderElect    bool
-	leaderElectNS  string
-	webhookPort    int
-	webhookCertDir string
-	enableWebhooks bool
-	controllers    string
-}
 
 func main() {
 	var o options
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus /metrics endpoint binds to; 0 disables it")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
-	flag.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so only one replica runs the controllers")
-	flag.StringVar(&o.leaderElectNS, "leader-election-namespace", "hyperbatch-system", "namespace of the leader-election Lease (needed out of cluster)")
-	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
-	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "", "directory holding tls.crt and tls.key for the webhook server")
-	flag.BoolVar(&o.enableWebhooks, "enable-webhooks", false, "serve the admission webhooks")
-	flag.StringVar(&o.controllers, "controllers", "*", "comma-separated controllers to run ('*' for all): "+strings.Join(controllerNames(), ","))
+	fs := flag.CommandLine
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "hyperbatch-system"), "hyperbatch's own namespace: leader-election Lease, webhook certificate Secret and Service; no webhook admits objects there")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus /metrics endpoint binds to; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so only one replica runs the controllers")
+	fs.StringVar(&o.controllers, "controllers", "*", "comma-separated controllers to run ('*' for all, '' for none): "+strings.Join(controllerNames(), ","))
+	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "address the webhook server binds to (empty: all addresses)")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/hyperbatch-webhook-certs", "directory of tls.crt and tls.key; written by the rotator in self mode, so it must be writable")
+	fs.StringVar(&o.webhookService, "webhook-service-name", "hyperbatch-webhook", "Service in --namespace that fronts the webhook server (names in the serving certificate)")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "URL mode (local clusters): the apiserver calls this base URL, e.g. https://127.0.0.1:9443, and the manager creates the webhook configurations itself; empty means Service mode with configurations installed by the Helm chart")
+	fs.StringVar(&o.certMode, "cert-mode", string(certs.ModeSelf), "webhook certificates: self (generate, inject caBundle, rotate), cert-manager (check what cert-manager issued), external (files already in --webhook-cert-dir)")
+	fs.StringVar(&o.certSecret, "cert-secret-name", "hyperbatch-webhook-tls", "Secret in --namespace holding the webhook CA and serving certificate")
 	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
+	zapOpts.BindFlags(fs)
 	flag.Parse()
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
@@ -59,16 +46,26 @@ func main() {
 	}
 }
 
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
 func controllerNames() []string {
 	names := make([]string, 0, len(controllerSetups))
 	for n := range controllerSetups {
 		names = append(names, n)
 	}
+	sort.Strings(names)
 	return names
 }
 
+// selectedControllers parses --controllers.
 func selectedControllers(spec string) ([]string, error) {
-	if spec == "*" || spec == "" {
+	spec = strings.TrimSpace(spec)
+	if spec == "*" {
 		return controllerNames(), nil
 	}
 	var out []string
@@ -83,52 +80,4 @@ func selectedControllers(spec string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-func run(o options) error {
-	names, err := selectedControllers(o.controllers)
-	if err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
-	}
-	mgrOpts := ctrl.Options{
-		Scheme:                  scheme.New(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "hyperbatch-manager.hyperbatch.dev",
-		LeaderElectionNamespace: o.leaderElectNS,
-		// Release the Lease on clean shutdown so a restarted manager takes over at once.
-		LeaderElectionReleaseOnCancel: true,
-	}
-	if o.enableWebhooks {
-		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir})
-	}
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
-	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	for _, n := range names {
-		if err := controllerSetups[n](mgr); err != nil {
-			return fmt.Errorf("setting up controller %s: %w", n, err)
-		}
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return fmt.Errorf("adding health check: %w", err)
-	}
-	ready := healthz.Ping
-	if o.enableWebhooks {
-		ready = mgr.GetWebhookServer().StartedChecker()
-	}
-	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
-		return fmt.Errorf("adding ready check: %w", err)
-	}
-	ctrl.Log.Info("starting manager", "controllers", names, "webhooks", o.enableWebhooks)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		return fmt.Errorf("running manager: %w", err)
-	}
-	return nil
 }

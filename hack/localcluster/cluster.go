@@ -169,8 +169,8 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 
 // preflight fails early, with cause and fix, on what would otherwise fail halfway.
 func (l layout) preflight(ctx context.Context) error {
-	if l.portBase < 1024 || l.portBase > 65535-8 {
-		return fmt.Errorf("--port-base %d is out of range: the cluster needs 8 ports from it, pick 1024..65527", l.portBase)
+	if l.portBase < 1024 || l.portBase > 65535-9 {
+		return fmt.Errorf("--port-base %d is out of range: the cluster needs 9 ports from it, pick 1024..65526", l.portBase)
 	}
 	running, err := l.recordedProcs()
 	if err != nil {

@@ -29,13 +29,14 @@ const serviceClusterIPRange = "10.96.0.0/16"
 
 // ports are the loopback ports of one local cluster, all derived from --port-base.
 type ports struct {
-	APIServer, EtcdClient, EtcdPeer, ControllerManager, Kwok, ManagerMetrics, ManagerHealth, Scheduler int
+	APIServer, EtcdClient, EtcdPeer, ControllerManager, Kwok, ManagerMetrics, ManagerHealth, Scheduler, Webhook int
 }
 
 func portsFrom(base int) ports {
 	return ports{
 		APIServer: base, EtcdClient: base + 1, EtcdPeer: base + 2, ControllerManager: base + 3,
 		Kwok: base + 4, ManagerMetrics: base + 5, ManagerHealth: base + 6, Scheduler: base + 7,
+		Webhook: base + 8,
 	}
 }
 
@@ -55,6 +56,7 @@ func (p ports) all() []portUse {
 		{p.ManagerMetrics, "manager --metrics-bind-address"},
 		{p.ManagerHealth, "manager --health-probe-bind-address"},
 		{p.Scheduler, "scheduler --secure-port"},
+		{p.Webhook, "manager --webhook-port"},
 	}
 }
 
@@ -169,6 +171,14 @@ func (l layout) components(p pki) (componentSet, error) {
 				"--metrics-bind-address=" + loopback(pt.ManagerMetrics),
 				"--health-probe-bind-address=" + loopback(pt.ManagerHealth),
 				"--leader-elect=false",
+				"--namespace=hyperbatch-system",
+				// Webhooks in URL mode on loopback: the manager creates the webhook configurations,
+				// generates its CA and serving cert (Secret hyperbatch-system/hyperbatch-webhook-tls)
+				// and injects the caBundle, exactly as in a cluster.
+				"--webhook-host=127.0.0.1",
+				"--webhook-port=" + strconv.Itoa(pt.Webhook),
+				"--webhook-url=https://" + loopback(pt.Webhook),
+				"--webhook-cert-dir=" + filepath.Join(p.Dir, "webhook-certs"),
 			},
 			Ready: httpReady(http.DefaultClient, "http://"+loopback(pt.ManagerHealth)+"/readyz", ""),
 		},

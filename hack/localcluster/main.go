@@ -62,7 +62,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
-		portBase = fs.Int("port-base", 16443, "first of 8 consecutive loopback ports (kube-apiserver gets this one)")
+		portBase = fs.Int("port-base", 16443, "first of 9 consecutive loopback ports (kube-apiserver gets this one)")
 		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
 		noDemo = fs.Bool("no-demo", false, "skip the acceptance check (a hyperbatch-scheduler pod must become Running)")
 	case "down", "status":

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/hyperbatch/hyperbatch/certs"
+	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
+	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/webhook"
+)
+
+// controllerSetups maps a controller's name (as given to --controllers) to the function that adds it
+// to the manager.
+var controllerSetups = map[string]func(ctrl.Manager, options) error{
+	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
+	"namespacelabel": func(m ctrl.Manager, o options) error {
+		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
+	},
+}
+
+type options struct {
+	namespace      string
+	metricsAddr    string
+	probeAddr      string
+	leaderElect    bool
+	controllers    string
+	enableWebhooks bool
+	webhookHost    string
+	webhookPort    int
+	webhookCertDir string
+	webhookService string
+	webhookURL     string
+	certMode       string
+	certSecret     string
+}
+
+func run(o options) error {
+	names, err := selectedControllers(o.controllers)
+	if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
+	}
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme.New(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "hyperbatch-manager.hyperbatch.dev",
+		LeaderElectionNamespace: o.namespace,
+		// Release the Lease on clean shutdown so a restarted manager takes over at once.
+		LeaderElectionReleaseOnCancel: true,
+	}
+
+	var rot *certs.Rotator
+	if o.enableWebhooks {
+		if rot, err = webhookServer(cfg, o, &mgrOpts); err != nil {
+			return err
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	if o.enableWebhooks {
+		if rot != nil {
+			if err := rot.SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("setting up webhook certificates: %w", err)
+			}
+		}
+		if err := webhook.Setup(mgr, webhook.Options{}); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhooks", webhook.ReadyCheck(mgr)); err != nil {
+			return fmt.Errorf("adding webhook ready check: %w", err)
+		}
+	} else if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding ready check: %w", err)
+	}
+	for _, n := range names {
+		if err := controllerSetups[n](mgr, o); err != nil {
+			return fmt.Errorf("setting up controller %s: %w", n, err)
+		}
+	}
+	ctrl.Log.Info("starting manager", "controllers", names, "webhooks", o.enableWebhooks, "certMode", o.certMode, "webhookURL", o.webhookURL)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// webhookServer configures the webhook server and, unless certificates are external, the rotator
+// that provides them. In URL mode it first creates or updates the webhook configurations.
+func webhookServer(cfg *rest.Config, o options, mgrOpts *manager.Options) (*certs.Rotator, error) {
+	var ips []net.IP
+	if o.webhookURL != "" {
+		u, err := url.Parse(o.webhookURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("--webhook-url %q must be an https URL such as https://127.0.0.1:9443", o.webhookURL)
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil {
+			ips = append(ips, ip)
+		}
+		if err := applyURLModeConfigurations(cfg, o); err != nil {
+			return nil, err
+		}
+	}
+	srv := crwebhook.NewServer(crwebhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir})
+	if certs.Mode(o.certMode) != certs.ModeSelf && certs.Mode(o.certMode) != certs.ModeCertManager {
+		if o.certMode != "external" {
+			return nil, fmt.Errorf("--cert-mode %q is not one of self, cert-manager, external", o.certMode)
+		}
+		mgrOpts.WebhookServer = srv
+		return nil, nil
+	}
+	rot, err := certs.New(certs.Config{
+		Mode:                            certs.Mode(o.certMode),
+		SecretNamespace:                 o.namespace,
+		SecretName:                      o.certSecret,
+		CertDir:                         o.webhookCertDir,
+		ServiceName:                     o.webhookService,
+		IPAddresses:                     ips,
+		MutatingWebhookConfigurations:   []string{webhook.MutatingConfigurationName},
+		ValidatingWebhookConfigurations: []string{webhook.ValidatingConfigurationName},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("configuring webhook certificates: %w", err)
+	}
+	mgrOpts.WebhookServer = certs.WaitForCerts(srv, rot.Ready())
+	return rot, nil
+}
+
+// applyURLModeConfigurations creates or updates hyperbatch's webhook configurations pointing at
+// --webhook-url, keeping the caBundle the rotator injected (server-side apply leaves fields it does
+// not own alone, and the configuration sent here carries no caBundle).
+func applyURLModeConfigurations(cfg *rest.Config, o options) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return fmt.Errorf("creating client for webhook configurations: %w", err)
+	}
+	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace})
+	ctx := context.Background()
+	for _, obj := range []client.Object{mwc, vwc} {
+		obj.SetManagedFields(nil)
+		//nolint:staticcheck // client.Apply with a typed object is the simplest server-side apply here.
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("hyperbatch-manager"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %T %s for --webhook-url %s: %w", obj, obj.GetName(), o.webhookURL, err)
+		}
+	}
+	return nil
+}
