@@ -1,0 +1,115 @@
+package namespacelabel
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/webhook"
+)
+
+var env *framework.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = framework.Start(framework.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err == nil {
+		err = namespacelabel.NewReconciler(mgr, "hyperbatch-system").SetupWithManager(mgr)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "setting up manager: %v\n", err)
+		_ = env.Stop()
+		os.Exit(1)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	<-done
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func labelOf(ctx context.Context, name string) (string, bool, error) {
+	var ns corev1.Namespace
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		return "", false, err
+	}
+	v, ok := ns.Labels[webhook.PodNamespaceLabel]
+	return v, ok, nil
+}
+
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("timed out waiting for %s: %v", what, err)
+	}
+}
+
+// Governed namespaces are opted in to the Pod webhook, excluded ones never are, the label goes when
+// the policy goes, and a label an administrator set by hand is left alone.
+func TestGovernedNamespacesAreLabelled(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	for _, n := range []string{"gov", "other", "manual", "hyperbatch-system"} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"team": "ml"}}}
+		switch n {
+		case "other":
+			ns.Labels["team"] = "web"
+		case "manual":
+			ns.Labels["team"] = "web"
+			ns.Labels[webhook.PodNamespaceLabel] = webhook.PodNamespaceLabelValue
+		}
+		if err := c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ml"}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}}}
+	if err := c.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "namespace gov to be labelled", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "gov")
+		return v == webhook.PodNamespaceLabelValue, err
+	})
+	// Give the controller time to (wrongly) act on the others before checking them.
+	time.Sleep(500 * time.Millisecond)
+	if _, ok, err := labelOf(ctx, "other"); err != nil || ok {
+		t.Errorf("ungoverned namespace other labelled=%v (err %v)", ok, err)
+	}
+	if _, ok, err := labelOf(ctx, "hyperbatch-system"); err != nil || ok {
+		t.Errorf("hyperbatch's own namespace labelled=%v (err %v); no webhook may admit objects there", ok, err)
+	}
+
+	if err := c.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the label to be removed from gov", func(ctx context.Context) (bool, error) {
+		_, ok, err := labelOf(ctx, "gov")
+		return !ok, err
+	})
+	if v, _, err := labelOf(ctx, "manual"); err != nil || v != webhook.PodNamespaceLabelValue {
+		t.Errorf("a hand-set label was changed to %q (err %v)", v, err)
+	}
+}
