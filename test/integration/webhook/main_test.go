@@ -5,10 +5,8 @@
 package webhook
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -17,20 +15,15 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -85,70 +78,13 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
-	port, err := freePort()
+	w, err := framework.StartWithWebhooks(framework.WebhookEnvOptions{Fixtures: fixtures()})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "integration control plane with webhooks did not start: %v\n", err)
 		return 1
 	}
-	webhookURL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	mwc, vwc := hbwebhook.Configurations(hbwebhook.ConfigOptions{URL: webhookURL})
-	env, err = framework.Start(framework.Options{WebhookInstall: &envtest.WebhookInstallOptions{
-		LocalServingHost:   "127.0.0.1",
-		LocalServingPort:   port,
-		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mwc},
-		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{vwc},
-	}})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-	}()
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, o := range fixtures() {
-		if err := env.Client.Create(ctx, o); err != nil {
-			fmt.Fprintf(os.Stderr, "creating fixture %s: %v\n", o.GetName(), err)
-			return 1
-		}
-	}
-	wo := env.WebhookOptions()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  scheme.New(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir}),
-	})
-	if err == nil {
-		err = hbwebhook.Setup(mgr, hbwebhook.Options{})
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "setting up the manager: %v\n", err)
-		return 1
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-	}()
-	defer wg.Wait()
-	defer cancel()
-
-	ready := hbwebhook.ReadyCheck(mgr)
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil)
-		return ready(req) == nil, nil
-	}); err != nil {
-		fmt.Fprintf(os.Stderr, "webhook server never became ready: %v\n", err)
-		return 1
-	}
+	defer w.Stop()
+	env, webhookURL = w.Env, w.URL
 	return m.Run()
 }
 
@@ -158,15 +94,6 @@ func zapLevel() int8 {
 		return -2
 	}
 	return int8(zapcore.ErrorLevel)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port for the webhook server: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // warnings records the admission warnings a client receives.

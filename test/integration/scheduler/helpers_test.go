@@ -1,0 +1,424 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kschedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+)
+
+const gpu = corev1.ResourceName("nvidia.com/gpu")
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// dumpLogOnFailure prints the end of the scheduler's log when the test failed.
+func dumpLogOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() || logPath == "" {
+			return
+		}
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			return
+		}
+		if len(b) > 20000 {
+			b = b[len(b)-20000:]
+		}
+		t.Logf("scheduler log tail:\n%s", b)
+	})
+}
+
+var nsSeq int
+
+// namespace creates a fresh namespace for the test (a suffix keeps -count=N runs apart, as nothing
+// finalizes namespace deletion here); its pods are force-deleted at the end.
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	nsSeq++
+	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	})
+	return name
+}
+
+// fakeNode creates a Ready node with 8 GPUs, 64 CPUs and 256Gi, labelled hb-test=<test> plus labels.
+func fakeNode(t *testing.T, test, name string, labels map[string]string) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	l := map[string]string{"hb-test": test, corev1.LabelHostname: name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8"),
+	}
+	created.Status = corev1.NodeStatus{
+		Capacity: res, Allocatable: res,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		Phase: corev1.NodeRunning,
+	}
+	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("node %s status: %v", name, err)
+	}
+	// The TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready on creation; with no
+	// node lifecycle controller here, nothing would remove it.
+	updated.Spec.Taints = nil
+	if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node %s taints: %v", name, err)
+	}
+}
+
+func nodeMember(name string) topologyv1alpha1.MemberSpec {
+	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: name}}}
+}
+
+func regexMember(pattern string) topologyv1alpha1.MemberSpec {
+	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{RegexMatch: &topologyv1alpha1.RegexMatch{Pattern: pattern}}}
+}
+
+func labelMember(k, v string) topologyv1alpha1.MemberSpec {
+	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}}}
+}
+
+func hyperMember(name string) topologyv1alpha1.MemberSpec {
+	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeHyperNode, Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: name}}}
+}
+
+func hyperNode(t *testing.T, name string, tier int, tierName string, members ...topologyv1alpha1.MemberSpec) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: topologyv1alpha1.HyperNodeSpec{Tier: tier, TierName: tierName, Members: members}}
+	if err := env.Client.Create(ctx, hn); err != nil {
+		t.Fatalf("create HyperNode %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = client.IgnoreNotFound(env.Client.Delete(ctx, &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	})
+}
+
+func deleteHyperNode(t *testing.T, name string) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	if err := env.Client.Delete(ctx, &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("delete HyperNode %s: %v", name, err)
+	}
+}
+
+// tree is a 3-tier test topology: racks (tier 1, tierName "rack") of nodesPerRack nodes, spines
+// (tier 2, "spine") of two racks, one top (tier 3, "zone") over every spine. Rack 0 selects its
+// nodes by label, rack 1 by regex, the others by exact name.
+type tree struct {
+	test   string
+	racks  [][]string // node names per rack
+	rackOf map[string]int
+}
+
+func (tr tree) rack(i int) string  { return fmt.Sprintf("%s-rack-%d", tr.test, i) }
+func (tr tree) spine(i int) string { return fmt.Sprintf("%s-spine-%d", tr.test, i) }
+func (tr tree) top() string        { return tr.test + "-top" }
+
+func buildTree(t *testing.T, test string, racks, nodesPerRack int) tree {
+	t.Helper()
+	tr := tree{test: test, rackOf: map[string]int{}}
+	for r := 0; r < racks; r++ {
+		var names []string
+		for i := 0; i < nodesPerRack; i++ {
+			n := fmt.Sprintf("%s-r%d-n%d", test, r, i)
+			fakeNode(t, test, n, map[string]string{"hb-rack": tr.rack(r)})
+			names = append(names, n)
+			tr.rackOf[n] = r
+		}
+		tr.racks = append(tr.racks, names)
+		var members []topologyv1alpha1.MemberSpec
+		switch r {
+		case 0:
+			members = []topologyv1alpha1.MemberSpec{labelMember("hb-rack", tr.rack(r))}
+		case 1:
+			members = []topologyv1alpha1.MemberSpec{regexMember(fmt.Sprintf("^%s-r1-n[0-9]+$", test))}
+		default:
+			for _, n := range names {
+				members = append(members, nodeMember(n))
+			}
+		}
+		hyperNode(t, tr.rack(r), 1, "rack", members...)
+	}
+	var spines []topologyv1alpha1.MemberSpec
+	for s := 0; s*2 < racks; s++ {
+		members := []topologyv1alpha1.MemberSpec{hyperMember(tr.rack(2 * s))}
+		if 2*s+1 < racks {
+			members = append(members, hyperMember(tr.rack(2*s+1)))
+		}
+		hyperNode(t, tr.spine(s), 2, "spine", members...)
+		spines = append(spines, hyperMember(tr.spine(s)))
+	}
+	hyperNode(t, tr.top(), 3, "zone", spines...)
+	return tr
+}
+
+func podGroup(t *testing.T, ns, name string, minMember int32, nt *schedulingv1beta1.NetworkTopologySpec) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: minMember, NetworkTopology: nt}}
+	if err := env.Client.Create(ctx, pg); err != nil {
+		t.Fatalf("create PodGroup %s: %v", name, err)
+	}
+}
+
+func hardTier(tier int) *schedulingv1beta1.NetworkTopologySpec {
+	return &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(tier)}
+}
+
+// gangPod returns a pod of group asking for gpus GPUs, restricted to the test's nodes.
+func gangPod(test, ns, group, name string, gpus int64) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"group": group}},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 schedulerName,
+			NodeSelector:                  map[string]string{"hb-test": test},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
+				Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}},
+		},
+	}
+	if group != "" {
+		p.Annotations = map[string]string{"scheduling.k8s.io/group-name": group}
+	}
+	return p
+}
+
+func createPods(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	ctx := ctxFor(t, 60*time.Second)
+	for _, p := range pods {
+		if _, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s: %v", p.Name, err)
+		}
+	}
+}
+
+func gangPods(test, ns, group string, n int) []*corev1.Pod {
+	out := make([]*corev1.Pod, n)
+	for i := range out {
+		out[i] = gangPod(test, ns, group, fmt.Sprintf("%s-%03d", group, i), 1)
+	}
+	return out
+}
+
+// placements returns pod name → node for the group's pods (node "" when unbound).
+func placements(t *testing.T, ns, group string) map[string]string {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=" + group})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	out := map[string]string{}
+	for _, p := range l.Items {
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out
+}
+
+func bound(m map[string]string) int {
+	n := 0
+	for _, v := range m {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// waitBound waits until n of the group's pods are bound and returns their placements.
+func waitBound(t *testing.T, ns, group string, n int, timeout time.Duration) map[string]string {
+	t.Helper()
+	var last map[string]string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = placements(t, ns, group)
+		return bound(last) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("gang %s: %d of %d pods bound after %v; pending reasons: %s", group, bound(last), n, timeout, pendingReasons(t, ns, group))
+	}
+	return last
+}
+
+// pendingReasons summarizes the PodScheduled=False messages of the group's unbound pods.
+func pendingReasons(t *testing.T, ns, group string) string {
+	ctx := ctxFor(t, 30*time.Second)
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=" + group})
+	if err != nil {
+		return err.Error()
+	}
+	seen := map[string]int{}
+	for _, p := range l.Items {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		msg := "(no condition)"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				msg = c.Message
+			}
+		}
+		seen[msg]++
+	}
+	var parts []string
+	for m, c := range seen {
+		parts = append(parts, fmt.Sprintf("%d× %q", c, m))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// stayUnbound checks that none of the group's pods gets bound for d.
+func stayUnbound(t *testing.T, ns, group string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if b := bound(placements(t, ns, group)); b != 0 {
+			t.Fatalf("gang %s: %d pods bound, want none", group, b)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// waitPodMessage waits until one of the group's pods reports a PodScheduled=False message with all
+// the fragments.
+func waitPodMessage(t *testing.T, ns, group string, fragments ...string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=" + group})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range l.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && containsAll(c.Message, fragments) {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no pod of %s reports %q; pending reasons: %s", group, fragments, pendingReasons(t, ns, group))
+	}
+}
+
+// waitEvent waits for an Event on the PodGroup with the reason and message fragments.
+func waitEvent(t *testing.T, ns, pg, reason string, fragments ...string) {
+	t.Helper()
+	var notes []string
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		notes = notes[:0]
+		for _, e := range l.Items {
+			if e.Regarding.Kind != "PodGroup" || e.Regarding.Name != pg {
+				continue
+			}
+			notes = append(notes, e.Reason+": "+e.Note)
+			if e.Reason == reason && containsAll(e.Note, fragments) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event on PodGroup %s with %q; events: %q", reason, pg, fragments, notes)
+	}
+}
+
+func containsAll(s string, fragments []string) bool {
+	for _, f := range fragments {
+		if !strings.Contains(s, f) {
+			return false
+		}
+	}
+	return true
+}
+
+func deletePods(t *testing.T, ns, group string) {
+	t.Helper()
+	ctx := ctxFor(t, 60*time.Second)
+	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+		metav1.ListOptions{LabelSelector: "group=" + group}); err != nil {
+		t.Fatalf("delete pods: %v", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		return len(placements(t, ns, group)) == 0, nil
+	}); err != nil {
+		t.Fatalf("pods of %s not gone: %v", group, err)
+	}
+}
+
+// waitingPods returns pod name → node of the group's pods waiting at Permit.
+func waitingPods(ns, group string) map[string]string {
+	out := map[string]string{}
+	profile.IterateOverWaitingPods(func(wp kschedframework.WaitingPod) {
+		p := wp.GetPod()
+		if p.Namespace == ns && p.Annotations["scheduling.k8s.io/group-name"] == group {
+			out[p.Name] = p.Spec.NodeName
+		}
+	})
+	return out
+}
+
+// racksOf returns the set of rack indexes the placements use.
+func (tr tree) racksOf(m map[string]string) map[int]bool {
+	out := map[int]bool{}
+	for _, n := range m {
+		if n != "" {
+			out[tr.rackOf[n]] = true
+		}
+	}
+	return out
+}
+
+var deleteNow = metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}

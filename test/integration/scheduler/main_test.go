@@ -1,0 +1,170 @@
+// Package scheduler runs the real hyperbatch scheduler (kube-scheduler's app.Setup/app.Run with
+// hyperbatch's plugin registry and docs/scheduler-config.yaml as --config) in-process against an
+// envtest control plane with fake Nodes (no kubelet: binding is what the tests assert).
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
+	schedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/registry"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+const schedulerName = "hyperbatch-scheduler"
+
+var (
+	env     *framework.Env
+	cs      kubernetes.Interface
+	sched   *kubescheduler.Scheduler
+	profile schedframework.Framework
+	logPath string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scheduler integration: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	ctrllog.SetLogger(klog.NewKlogr()) // API warnings from the test client go to the scheduler log
+	env, err = framework.Start(framework.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("control plane did not start: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+	}()
+	if cs, err = kubernetes.NewForConfig(env.Config); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "hb-sched-it")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+
+	// Scheduler logs go to a file (its tail is printed when a test fails); HB_SCHEDULER_LOG=stderr keeps them.
+	if os.Getenv("HB_SCHEDULER_LOG") != "stderr" {
+		logPath = filepath.Join(dir, "scheduler.log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("logtostderr", "false")
+		_ = fs.Set("alsologtostderr", "false")
+		if v := os.Getenv("HB_SCHEDULER_V"); v != "" {
+			_ = fs.Set("v", v)
+		}
+		klog.SetOutput(f)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := startScheduler(ctx, env.Config, dir)
+	if err != nil {
+		cancel()
+		return 0, err
+	}
+	code := m.Run()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "scheduler did not stop within 30s")
+	}
+	return code, nil
+}
+
+// startScheduler runs kube-scheduler as cmd/scheduler does: --config is docs/scheduler-config.yaml
+// with clientConnection.kubeconfig pointed at the test control plane (as hack/localcluster does).
+func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan struct{}, error) {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.ToJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(js, &conf); err != nil {
+		return nil, err
+	}
+	conn, _ := conf["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = kubeconfig
+	conf["clientConnection"] = conn
+	out, _ := json.Marshal(conf)
+	configPath := filepath.Join(dir, "scheduler-config.yaml")
+	if err := os.WriteFile(configPath, out, 0o600); err != nil {
+		return nil, err
+	}
+
+	opts := options.NewOptions()
+	opts.ConfigFile = configPath
+	opts.SecureServing.BindPort = 0 // no HTTPS endpoint in tests
+	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, err
+	}
+	cc, s, err := app.Setup(ctx, opts, registry.Options()...)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler setup: %w", err)
+	}
+	sched = s
+	profile = s.Profiles[schedulerName]
+	if profile == nil {
+		return nil, fmt.Errorf("profile %s missing from docs/scheduler-config.yaml", schedulerName)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := app.Run(ctx, cc, s); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(os.Stderr, "scheduler stopped: %v\n", err)
+		}
+	}()
+	return done, nil
+}
+
+func writeKubeconfig(cfg *rest.Config, path string) error {
+	c := clientcmdapi.NewConfig()
+	c.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	c.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	c.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
+	c.CurrentContext = "envtest"
+	return clientcmd.WriteToFile(*c, path)
+}
