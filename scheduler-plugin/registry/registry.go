@@ -5,10 +5,15 @@ package registry
 import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/hypertopology"
 )
 
-// Plugins maps plugin names to their factories. The HyperNode topology plugin registers itself here.
-var Plugins = frameworkruntime.Registry{}
+// Plugins maps plugin names to their factories. Importing this package also registers the plugins'
+// typed args (HyperTopologyArgs) in kube-scheduler's configuration scheme.
+var Plugins = frameworkruntime.Registry{
+	hypertopology.Name: hypertopology.New,
+}
 
 // Options returns kube-scheduler command options that register every plugin in Plugins.
 func Options() []app.Option {

@@ -1,0 +1,501 @@
+// Package domain chooses the HyperNode a gang is placed in: tier by tier from the lowest, the
+// HyperNode whose free capacity (from the scheduler's snapshot, so reserved pods count) holds the
+// gang's remaining pods with the least room left over (ties by name). A hard constraint never goes
+// above its highest allowed tier; a soft one walks up to the virtual cluster root. A gang that already
+// has pods on nodes stays inside the lowest HyperNode containing them (or above it).
+//
+// Choose is one pass over the nodes (free capacity → pods of the gang's shape each node holds, added
+// to every HyperNode containing the node) and one pass over the candidate HyperNodes of each tier, so
+// it costs O(nodes × depth + HyperNodes).
+package domain
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
+)
+
+// Demand is what a gang still has to place.
+type Demand struct {
+	// Pods holds the requests of each pod still to place (at least one).
+	Pods []corev1.ResourceList
+	// Min is an aggregate floor the chosen domain's free capacity must also cover (the PodGroup's
+	// minResources less what its placed pods use); nil for none.
+	Min corev1.ResourceList
+}
+
+// Freed is capacity that would become free on a node (reserved pods of another gang, released).
+type Freed struct {
+	Resources corev1.ResourceList
+	Pods      int
+}
+
+// Request is one domain choice.
+type Request struct {
+	Demand Demand
+	// Topology is false for gangs without a network topology constraint: any node will do.
+	Topology bool
+	Limit    gang.Limit
+	// Placed lists the nodes holding the gang's bound or reserved pods.
+	Placed []string
+	// Eligible reports whether the gang's pods may run on a node at all (taints, node affinity,
+	// cordon); nil accepts every node.
+	Eligible func(*corev1.Node) bool
+	// Freed is extra free capacity per node name (what-if: other gangs release their reservations).
+	Freed map[string]Freed
+	// MaxCandidatesPerTier bounds the detailed (packing) evaluations per tier; <= 0 means 64.
+	MaxCandidatesPerTier int
+}
+
+// Choice is a chosen domain.
+type Choice struct {
+	HyperNode string
+	Tier      int
+	// Root is true when the domain is the whole cluster; Nodes is then nil.
+	Root  bool
+	Nodes sets.Set[string]
+	// Need is the number of pods placed in the domain; Room how many of them it holds.
+	Need, Room int
+	// Rooms[h.Index] is how many pods of the gang's shape HyperNode h holds (for scoring), for the
+	// tree generation the choice was made on.
+	Rooms []int32
+	// Evaluated counts the candidates that got a detailed check.
+	Evaluated int
+}
+
+// Unsatisfiable explains why no domain fits.
+type Unsatisfiable struct{ Msg string }
+
+func (u *Unsatisfiable) Error() string { return u.Msg }
+
+// vector is a resource amount for the demand's resource names: milli-CPU, others in their unit.
+type vector []int64
+
+type problem struct {
+	names []corev1.ResourceName
+	pods  []vector
+	shape vector // element-wise max of pods (sizes pods for packing)
+	// slot is the per-pod size rooms are counted in: the pods' common request when they are identical
+	// (rooms are then exact), their element-wise minimum otherwise (rooms are then an upper bound and
+	// candidates get a packing check).
+	slot  vector
+	homog bool
+	// total is what a domain's summed free capacity must cover: the pods' sum (when they differ) and
+	// the PodGroup's minResources floor; nil when the rooms already say it all.
+	total vector
+}
+
+func newProblem(d Demand) *problem {
+	seen := map[corev1.ResourceName]bool{}
+	var names []corev1.ResourceName
+	add := func(rl corev1.ResourceList) {
+		for n, q := range rl {
+			if !seen[n] && !q.IsZero() {
+				seen[n] = true
+				names = append(names, n)
+			}
+		}
+	}
+	for _, p := range d.Pods {
+		add(p)
+	}
+	add(d.Min)
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	p := &problem{names: names, shape: make(vector, len(names)), homog: true}
+	sum := make(vector, len(names))
+	for i, rl := range d.Pods {
+		v := p.vec(rl)
+		p.pods = append(p.pods, v)
+		for j := range v {
+			p.shape[j] = max(p.shape[j], v[j])
+			sum[j] += v[j]
+		}
+		if i == 0 {
+			p.slot = append(vector(nil), v...)
+		} else {
+			if !equal(v, p.pods[0]) {
+				p.homog = false
+			}
+			for j := range v {
+				p.slot[j] = min(p.slot[j], v[j])
+			}
+		}
+	}
+	if !p.homog {
+		p.total = sum
+	}
+	if len(d.Min) > 0 {
+		floor := p.vec(d.Min)
+		if p.total == nil {
+			p.total = make(vector, len(names))
+		}
+		for j := range floor {
+			p.total[j] = max(p.total[j], floor[j])
+		}
+	}
+	return p
+}
+
+func (p *problem) vec(rl corev1.ResourceList) vector {
+	v := make(vector, len(p.names))
+	for i, n := range p.names {
+		q, ok := rl[n]
+		if !ok {
+			continue
+		}
+		if n == corev1.ResourceCPU {
+			v[i] = q.MilliValue()
+		} else {
+			v[i] = q.Value()
+		}
+	}
+	return v
+}
+
+// free writes the node's free capacity into out and returns its free pod slots.
+func (p *problem) free(ni fwk.NodeInfo, extra *Freed, out vector) int64 {
+	alloc, req := ni.GetAllocatable(), ni.GetRequested()
+	for i, n := range p.names {
+		switch n {
+		case corev1.ResourceCPU:
+			out[i] = alloc.GetMilliCPU() - req.GetMilliCPU()
+		case corev1.ResourceMemory:
+			out[i] = alloc.GetMemory() - req.GetMemory()
+		case corev1.ResourceEphemeralStorage:
+			out[i] = alloc.GetEphemeralStorage() - req.GetEphemeralStorage()
+		default:
+			out[i] = alloc.GetScalarResources()[n] - req.GetScalarResources()[n]
+		}
+	}
+	pods := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
+	if extra != nil {
+		ev := p.vec(extra.Resources)
+		for i := range out {
+			out[i] += ev[i]
+		}
+		pods += int64(extra.Pods)
+	}
+	return pods
+}
+
+// slots is how many pods of the gang's slot size fit into free.
+func (p *problem) slots(free vector, pods int64) int64 {
+	s := pods
+	for i, need := range p.slot {
+		if need <= 0 {
+			continue
+		}
+		if free[i] <= 0 {
+			return 0
+		}
+		s = min(s, free[i]/need)
+	}
+	return max(s, 0)
+}
+
+// Choose picks the domain for a gang; the error is an *Unsatisfiable explaining why none fits.
+func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error) {
+	if len(req.Demand.Pods) == 0 {
+		return nil, &Unsatisfiable{Msg: "no pods to place"}
+	}
+	p := newProblem(req.Demand)
+	need := int64(len(p.pods))
+	maxCand := req.MaxCandidatesPerTier
+	if maxCand <= 0 {
+		maxCand = 64
+	}
+
+	// Pass 1: room per HyperNode. Free vectors are kept only when a detailed check may need them.
+	nh := t.Len()
+	rooms := make([]int64, nh+1) // last entry: root
+	k := len(p.names)
+	var aggFree []int64
+	if p.total != nil {
+		aggFree = make([]int64, (nh+1)*k)
+	}
+	keep := !p.homog
+	var freeAll []int64
+	var podsFree []int64
+	var nodeIdx map[string]int
+	if keep {
+		freeAll = make([]int64, len(nodes)*k)
+		podsFree = make([]int64, len(nodes))
+		nodeIdx = make(map[string]int, len(nodes))
+	}
+	buf := make(vector, k)
+	for i, ni := range nodes {
+		node := ni.Node()
+		if node == nil || (req.Eligible != nil && !req.Eligible(node)) {
+			continue
+		}
+		var extra *Freed
+		if f, ok := req.Freed[node.Name]; ok {
+			extra = &f
+		}
+		free := buf
+		if keep {
+			free = freeAll[i*k : (i+1)*k]
+		}
+		pods := p.free(ni, extra, free)
+		if keep {
+			podsFree[i] = pods
+			nodeIdx[node.Name] = i
+		}
+		s := p.slots(free, pods)
+		if s == 0 && aggFree == nil {
+			continue
+		}
+		rooms[nh] += s
+		if aggFree != nil {
+			addPos(aggFree[nh*k:(nh+1)*k], free)
+		}
+		for _, h := range t.Containers(node.Name) {
+			rooms[h.Index] += s
+			if aggFree != nil {
+				addPos(aggFree[h.Index*k:(h.Index+1)*k], free)
+			}
+		}
+	}
+	minOK := func(idx int) bool {
+		if aggFree == nil {
+			return true
+		}
+		for i, v := range p.total {
+			if aggFree[idx*k+i] < v {
+				return false
+			}
+		}
+		return true
+	}
+	// fits is the detailed check: exact for identical pods; first-fit decreasing otherwise.
+	evaluated := 0
+	fits := func(h *topology.HyperNode) bool {
+		evaluated++
+		if p.homog {
+			return true
+		}
+		var members []int
+		if h.IsRoot() {
+			for _, i := range nodeIdx {
+				members = append(members, i)
+			}
+		} else {
+			h.EachNode(func(n string) {
+				if i, ok := nodeIdx[n]; ok {
+					members = append(members, i)
+				}
+			})
+		}
+		return pack(p, members, freeAll, podsFree)
+	}
+	choose := func(h *topology.HyperNode) *Choice {
+		c := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(need), Room: int(rooms[h.Index]), Evaluated: evaluated}
+		if !c.Root {
+			c.Nodes = sets.New[string]()
+			h.EachNode(func(n string) { c.Nodes.Insert(n) })
+		}
+		c.Rooms = make([]int32, len(rooms))
+		for i, r := range rooms {
+			c.Rooms[i] = int32(min(r, math.MaxInt32))
+		}
+		return c
+	}
+
+	root := t.Root()
+	if !req.Topology {
+		if rooms[nh] >= need && minOK(nh) && fits(root) {
+			return choose(root), nil
+		}
+		return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s; the cluster has room for %d", p.describe(need), rooms[nh])}
+	}
+
+	var anchor *topology.HyperNode
+	if len(req.Placed) > 0 {
+		anchor = t.LCA(req.Placed)
+		if req.Limit.Hard && anchor.Tier > req.Limit.Tier {
+			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), above %s", display(anchor), anchor.Tier, req.Limit.Describe)}
+		}
+	}
+
+	var notes []string
+	for _, tier := range t.Tiers() {
+		if req.Limit.Hard && tier > req.Limit.Tier {
+			notes = append(notes, fmt.Sprintf("tier %d and above not allowed (%s)", tier, req.Limit.Describe))
+			break
+		}
+		var cands []*topology.HyperNode
+		if anchor != nil {
+			if a := t.AncestorAtTier(anchor, tier); a != nil {
+				cands = []*topology.HyperNode{a}
+			}
+		} else {
+			cands = t.AtTier(tier)
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		var feasible []*topology.HyperNode
+		var best *topology.HyperNode
+		for _, h := range cands {
+			r := rooms[h.Index]
+			if best == nil || r > rooms[best.Index] {
+				best = h
+			}
+			if r >= need && minOK(h.Index) {
+				feasible = append(feasible, h)
+			}
+		}
+		if len(feasible) > 0 {
+			sort.Slice(feasible, func(i, j int) bool {
+				li, lj := rooms[feasible[i].Index], rooms[feasible[j].Index]
+				if li != lj {
+					return li < lj
+				}
+				return feasible[i].Name < feasible[j].Name
+			})
+			for i, h := range feasible {
+				if i >= maxCand {
+					break
+				}
+				if fits(h) {
+					return choose(h), nil
+				}
+			}
+			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode can pack the pods (%d checked)", tier, min(len(feasible), maxCand)))
+			continue
+		}
+		if anchor != nil {
+			notes = append(notes, fmt.Sprintf("tier-%d HyperNode %s (holding the gang's placed pods) has room for %d", tier, best.Name, rooms[best.Index]))
+		} else {
+			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, rooms[best.Index]))
+		}
+	}
+	if !req.Limit.Hard || root.Tier <= req.Limit.Tier {
+		if rooms[nh] >= need && minOK(nh) && fits(root) {
+			return choose(root), nil
+		}
+		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", rooms[nh]))
+	} else if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed") {
+		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, req.Limit.Describe))
+	}
+	return nil, &Unsatisfiable{Msg: p.describe(need) + ": " + strings.Join(notes, "; ")}
+}
+
+// describe renders the demand, e.g. "8 more pods needing 64 cpu, 64 nvidia.com/gpu".
+func (p *problem) describe(need int64) string {
+	total := make(vector, len(p.names))
+	for _, v := range p.pods {
+		for i := range v {
+			total[i] += v[i]
+		}
+	}
+	var parts []string
+	for i, n := range p.names {
+		if total[i] == 0 {
+			continue
+		}
+		var q *resource.Quantity
+		switch n {
+		case corev1.ResourceCPU:
+			q = resource.NewMilliQuantity(total[i], resource.DecimalSI)
+		case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			q = resource.NewQuantity(total[i], resource.BinarySI)
+		default:
+			q = resource.NewQuantity(total[i], resource.DecimalSI)
+		}
+		parts = append(parts, q.String()+" "+string(n))
+	}
+	s := fmt.Sprintf("%d more pod", need)
+	if need != 1 {
+		s += "s"
+	}
+	if len(parts) > 0 {
+		s += " needing " + strings.Join(parts, ", ")
+	}
+	return s
+}
+
+func display(h *topology.HyperNode) string {
+	if h.IsRoot() {
+		return "the cluster root"
+	}
+	return "HyperNode " + h.Name
+}
+
+// pack places every pod on the member nodes, first-fit by decreasing size.
+func pack(p *problem, members []int, freeAll, podsFree []int64) bool {
+	k := len(p.names)
+	sort.Ints(members)
+	free := make([]int64, len(members)*k)
+	slots := make([]int64, len(members))
+	for j, i := range members {
+		copy(free[j*k:(j+1)*k], freeAll[i*k:(i+1)*k])
+		slots[j] = podsFree[i]
+	}
+	order := make([]int, len(p.pods))
+	size := make([]float64, len(p.pods))
+	for i, v := range p.pods {
+		order[i] = i
+		for r := range v {
+			if p.shape[r] > 0 {
+				size[i] += float64(v[r]) / float64(p.shape[r])
+			}
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return size[order[a]] > size[order[b]] })
+	for _, pi := range order {
+		v := p.pods[pi]
+		placed := false
+		for j := range members {
+			if slots[j] <= 0 {
+				continue
+			}
+			f := free[j*k : (j+1)*k]
+			ok := true
+			for r := range v {
+				if v[r] > f[r] {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				for r := range v {
+					f[r] -= v[r]
+				}
+				slots[j]--
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return false
+		}
+	}
+	return true
+}
+
+func addPos(dst []int64, v vector) {
+	for i, x := range v {
+		if x > 0 {
+			dst[i] += x
+		}
+	}
+}
+
+func equal(a, b vector) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

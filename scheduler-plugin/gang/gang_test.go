@@ -1,0 +1,114 @@
+package gang
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+func TestKeyOf(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+	if _, ok := KeyOf(p); ok {
+		t.Fatalf("pod without annotation has a gang")
+	}
+	p.Annotations = map[string]string{"scheduling.k8s.io/group-name": "pg"}
+	if k, ok := KeyOf(p); !ok || k != (Key{"ns", "pg"}) || k.String() != "ns/pg" {
+		t.Fatalf("KeyOf = %v, %v", k, ok)
+	}
+}
+
+func TestSpecOfAndResolve(t *testing.T) {
+	tierOf := func(n string) (int, bool) {
+		t, ok := map[string]int{"rack": 1, "spine": 2}[n]
+		return t, ok
+	}
+	pg := func(nt *schedulingv1beta1.NetworkTopologySpec) *schedulingv1beta1.PodGroup {
+		return &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg", UID: "u1", Generation: 3},
+			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 8, NetworkTopology: nt,
+				MinResources: &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}},
+		}
+	}
+	pod := func(ann ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{}}}
+		for i := 0; i+1 < len(ann); i += 2 {
+			p.Annotations[ann[i]] = ann[i+1]
+		}
+		return p
+	}
+	tests := []struct {
+		name    string
+		pg      *schedulingv1beta1.PodGroup
+		pod     *corev1.Pod
+		want    *Limit // nil: no topology
+		wantErr string
+	}{
+		{name: "no topology", pg: pg(nil), pod: pod()},
+		{name: "hard tier", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(1)}), want: &Limit{Hard: true, Tier: 1}},
+		{name: "mode defaults to hard", pg: pg(&schedulingv1beta1.NetworkTopologySpec{HighestTierAllowed: ptr.To(2)}), want: &Limit{Hard: true, Tier: 2}},
+		{name: "hard tier name", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: "spine"}), want: &Limit{Hard: true, Tier: 2}},
+		{name: "unknown tier name waits", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: "pod"}), wantErr: `highestTierName "pod" matches no`},
+		{name: "hard without bound behaves as soft", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard"}), want: &Limit{}},
+		{name: "soft ignores the tier", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "soft", HighestTierAllowed: ptr.To(1)}), want: &Limit{}},
+		{name: "bad mode", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "firm"}), wantErr: "unknown network topology mode"},
+		{name: "pod annotations when the PodGroup has none", pg: pg(nil),
+			pod:  pod("volcano.sh/network-topology-mode", "hard", "volcano.sh/network-topology-highest-tier", "2"),
+			want: &Limit{Hard: true, Tier: 2}},
+		{name: "PodGroup wins over pod annotations", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "soft"}),
+			pod:  pod("volcano.sh/network-topology-mode", "hard", "volcano.sh/network-topology-highest-tier", "2"),
+			want: &Limit{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := SpecOf(tc.pg, tc.pod)
+			if s.MinMember != 8 || s.UID != "u1" || s.Generation != 3 || s.MinResources.Cpu().String() != "8" {
+				t.Fatalf("spec = %+v", s)
+			}
+			if tc.want == nil && tc.wantErr == "" {
+				if s.Topology != nil {
+					t.Fatalf("topology = %+v, want none", s.Topology)
+				}
+				return
+			}
+			l, err := s.Topology.Resolve(tierOf)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || l.Hard != tc.want.Hard || l.Tier != tc.want.Tier || l.Describe == "" {
+				t.Fatalf("Resolve = %+v, %v; want %+v", l, err, *tc.want)
+			}
+		})
+	}
+	if s := SpecOf(&schedulingv1beta1.PodGroup{}, nil); s.MinMember != 1 {
+		t.Errorf("minMember 0 must count as 1, got %d", s.MinMember)
+	}
+}
+
+func TestTrackerPlaced(t *testing.T) {
+	tr := NewTracker()
+	k := Key{"ns", "g"}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "b"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p"}}
+	tr.Assume(k, pending, "n2")
+	tr.Assume(k, bound, "n1")
+	got := tr.Placed(k, []*corev1.Pod{bound, pending})
+	if len(got) != 2 || got["b"] != "n1" || got["p"] != "n2" {
+		t.Fatalf("Placed = %v", got)
+	}
+	tr.Forget(k, "p")
+	tr.Forget(k, "b")
+	if got := tr.Placed(k, []*corev1.Pod{bound, pending}); len(got) != 1 || got["b"] != "n1" {
+		t.Fatalf("Placed after forget = %v", got)
+	}
+	if len(tr.Assumed(k)) != 0 {
+		t.Fatalf("assumed left over")
+	}
+}

@@ -1,0 +1,81 @@
+package hypertopology
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+)
+
+// Event reasons on PodGroups.
+const (
+	// ReasonGangWaiting: the gang cannot be placed yet (incomplete, no fitting HyperNode, tree invalid).
+	ReasonGangWaiting = "GangWaiting"
+	// ReasonGangScheduled: minMember pods hold nodes; they are released for binding.
+	ReasonGangScheduled = "GangScheduled"
+	// ReasonGangReleased: the gang's reservations were given up (timeout, failure, older gang, tree change).
+	ReasonGangReleased = "GangReleased"
+)
+
+// recorder emits Events on PodGroups, at most one per gang per message per minute: a waiting gang is
+// retried often and would otherwise flood the API server.
+type recorder struct {
+	rec  events.EventRecorder
+	mu   sync.Mutex
+	last map[gang.Key]sent
+	now  func() time.Time
+}
+
+type sent struct {
+	msg string
+	at  time.Time
+}
+
+const repeatAfter = time.Minute
+
+func newRecorder(rec events.EventRecorder) *recorder {
+	return &recorder{rec: rec, last: map[gang.Key]sent{}, now: time.Now}
+}
+
+// podGroupRef builds the Event's subject from the key and UID (typed PodGroups from an informer carry
+// no apiVersion/kind, and the scheduler's event scheme does not know Volcano's types).
+func podGroupRef(spec *gang.Spec) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "scheduling.volcano.sh/v1beta1", Kind: "PodGroup",
+		Namespace: spec.Key.Namespace, Name: spec.Key.Name, UID: spec.UID}
+}
+
+// gang records an event on the gang's PodGroup; related is an optional pod.
+func (r *recorder) gang(spec *gang.Spec, related *corev1.Pod, eventType, reason, msg string) {
+	if r == nil || r.rec == nil || spec == nil {
+		return
+	}
+	r.mu.Lock()
+	now := r.now()
+	if l, ok := r.last[spec.Key]; ok && l.msg == reason+msg && now.Sub(l.at) < repeatAfter {
+		r.mu.Unlock()
+		return
+	}
+	r.last[spec.Key] = sent{msg: reason + msg, at: now}
+	r.mu.Unlock()
+	var rel *corev1.ObjectReference
+	if related != nil {
+		rel = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: related.Namespace, Name: related.Name, UID: related.UID}
+	}
+	if rel != nil {
+		r.rec.Eventf(podGroupRef(spec), rel, eventType, reason, "Scheduling", "%s", msg)
+	} else {
+		r.rec.Eventf(podGroupRef(spec), nil, eventType, reason, "Scheduling", "%s", msg)
+	}
+}
+
+func (r *recorder) forget(key gang.Key) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.last, key)
+}

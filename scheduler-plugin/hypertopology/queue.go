@@ -1,0 +1,273 @@
+package hypertopology
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
+)
+
+// Event resources served by kube-scheduler's dynamic informers: <plural>.<version>.<group>.
+const (
+	hyperNodeResource fwk.EventResource = "hypernodes.v1alpha1.topology.volcano.sh"
+	podGroupResource  fwk.EventResource = "podgroups.v1beta1.scheduling.volcano.sh"
+)
+
+// Less orders the queue: higher priority first; then the older gang (PodGroup creation time; a pod
+// without a gang counts from its first scheduling attempt); then by gang (or pod) key, so one gang's
+// pods stay together; then by pod name.
+func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
+	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	if x, y := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); x != y {
+		return x > y
+	}
+	ta, ka := p.queueKey(pa, a)
+	tb, kb := p.queueKey(pb, b)
+	if !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	if ka != kb {
+		return ka < kb
+	}
+	return pa.Name < pb.Name
+}
+
+func (p *Plugin) queueKey(pod *corev1.Pod, qi fwk.QueuedPodInfo) (time.Time, string) {
+	if k, ok := gang.KeyOf(pod); ok {
+		if pg, err := p.pgLister.PodGroups(k.Namespace).Get(k.Name); err == nil {
+			return pg.CreationTimestamp.Time, "g/" + k.String()
+		}
+	}
+	t := qi.GetTimestamp()
+	if ts := qi.GetInitialAttemptTimestamp(); ts != nil {
+		t = *ts
+	}
+	return t, "p/" + pod.Namespace + "/" + pod.Name
+}
+
+// EventsToRegister lists the events that may make a gang pod this plugin rejected schedulable.
+func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// Reservations given back (a gang released, an assumed pod forgotten) or running pods deleted.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.hintPodDelete},
+		// New or changed nodes: capacity and HyperNode (label/regex) membership.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel | fwk.UpdateNodeAllocatable | fwk.UpdateNodeTaint},
+			QueueingHintFn: p.hintGangPod},
+		{Event: fwk.ClusterEvent{Resource: hyperNodeResource, ActionType: fwk.Add | fwk.Update | fwk.Delete}, QueueingHintFn: p.hintTopologyGang},
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: p.hintPodGroup},
+	}, nil
+}
+
+func (p *Plugin) hintPodDelete(_ klog.Logger, pod *corev1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
+	key, ok := gang.KeyOf(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	deleted, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	if deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil // an unscheduled pod frees nothing
+	}
+	// A gang releasing its own reservations does not help itself.
+	if k, ok := gang.KeyOf(deleted); ok && k == key {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func (p *Plugin) hintGangPod(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
+	if _, ok := gang.KeyOf(pod); ok {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func (p *Plugin) hintTopologyGang(_ klog.Logger, pod *corev1.Pod, _, _ interface{}) (fwk.QueueingHint, error) {
+	key, ok := gang.KeyOf(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	pg, err := p.pgLister.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		return fwk.QueueSkip, nil // the PodGroup's own event will requeue it
+	}
+	if gang.SpecOf(pg, pod).Topology == nil {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func (p *Plugin) hintPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	key, ok := gang.KeyOf(pod)
+	if !ok {
+		return fwk.QueueSkip, nil
+	}
+	m, err := meta.Accessor(newObj)
+	if err != nil {
+		return fwk.Queue, nil
+	}
+	if m.GetNamespace() == key.Namespace && m.GetName() == key.Name {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// onPodGroup wakes the gang's pending pods when their PodGroup appears or changes.
+func (p *Plugin) onPodGroup(obj interface{}) {
+	pg, ok := obj.(*schedulingv1beta1.PodGroup)
+	if !ok {
+		return
+	}
+	key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
+	if c := p.getPlan(key); c != nil && (c.pgUID != pg.UID || c.pgGen != pg.Generation) {
+		p.dropPlan(key)
+	}
+	members := p.members(key)
+	if int32(len(members)) >= max(pg.Spec.MinMember, 1) {
+		p.activate(members)
+	}
+}
+
+func (p *Plugin) onPodGroupDelete(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
+		key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
+		p.dropPlan(key)
+		p.events.forget(key)
+	}
+}
+
+// watchTree reacts to HyperNode tree changes for gangs waiting at Permit: a gang whose domain no
+// longer exists, no longer holds its reserved nodes, or whose tree became invalid, is released and
+// re-planned; when the tree becomes usable, pending gang pods are woken up.
+func (p *Plugin) watchTree(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	wasReady := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.tree.Changed():
+		case <-time.After(5 * time.Second): // informer sync completes without a tree change
+		}
+		select { // coalesce bursts (initial lists, controllers rewriting many HyperNodes)
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		ready := false
+		p.tree.Read(func(t topology.Tree) { ready, _ = t.Ready() })
+		if ready && !wasReady {
+			p.activateTopologyGangs()
+		}
+		wasReady = ready
+		p.revalidateWaiting(logger)
+	}
+}
+
+// activateTopologyGangs moves every pending gang pod back to the active queue.
+func (p *Plugin) activateTopologyGangs() {
+	m := map[string]*corev1.Pod{}
+	for _, o := range p.pods.List() {
+		if pod, ok := o.(*corev1.Pod); ok && pod.Spec.NodeName == "" {
+			if _, ok := gang.KeyOf(pod); ok {
+				m[pod.Namespace+"/"+pod.Name] = pod
+			}
+		}
+	}
+	if len(m) > 0 {
+		p.handle.Activate(klog.Background(), m)
+	}
+}
+
+// revalidateWaiting checks every gang with pods waiting at Permit against the current tree.
+func (p *Plugin) revalidateWaiting(logger klog.Logger) {
+	waiting := p.waitingByGang()
+	if len(waiting) == 0 {
+		return
+	}
+	type verdict struct {
+		key gang.Key
+		msg string
+	}
+	var release []verdict
+	p.tree.Read(func(t topology.Tree) {
+		ready, why := t.Ready()
+		gen := t.Generation()
+		for key := range waiting {
+			pl := p.getPlan(key)
+			if pl == nil || pl.treeGen == gen {
+				continue
+			}
+			if !ready {
+				release = append(release, verdict{key, "the HyperNode tree became unusable: " + why})
+				continue
+			}
+			if pl.root {
+				p.refreshPlan(key, pl, gen, nil)
+				continue
+			}
+			h := t.Get(pl.hyper)
+			if h == nil || h.Tier != pl.tier {
+				release = append(release, verdict{key, fmt.Sprintf("HyperNode %s was deleted or changed tier while the gang waited", pl.hyper)})
+				continue
+			}
+			ok := true
+			for _, a := range p.tracker.Assumed(key) {
+				if !h.HasNode(a.Node) {
+					ok = false
+					release = append(release, verdict{key, fmt.Sprintf("node %s left HyperNode %s while the gang waited", a.Node, pl.hyper)})
+					break
+				}
+			}
+			if ok {
+				nodes := map[string]struct{}{}
+				h.EachNode(func(n string) { nodes[n] = struct{}{} })
+				p.refreshPlan(key, pl, gen, nodes)
+			}
+		}
+	})
+	for _, v := range release {
+		msg := fmt.Sprintf("gang %s released to re-plan: %s", v.key, v.msg)
+		p.dropPlan(v.key)
+		n := p.rejectWaiting(v.key, "", msg)
+		logger.Info("Released waiting gang after a topology change", "gang", v.key, "pods", n, "reason", v.msg)
+		if pg, err := p.pgLister.PodGroups(v.key.Namespace).Get(v.key.Name); err == nil {
+			s := gang.SpecOf(pg, nil)
+			p.events.gang(&s, nil, corev1.EventTypeWarning, ReasonGangReleased, msg)
+		}
+	}
+}
+
+// refreshPlan moves a still-valid plan to the new tree generation (with the domain's current nodes).
+func (p *Plugin) refreshPlan(key gang.Key, old *plan, gen int64, nodes map[string]struct{}) {
+	np := *old
+	np.treeGen = gen
+	np.rooms = nil
+	if nodes != nil {
+		np.nodes = sets.New[string]()
+		for n := range nodes {
+			np.nodes.Insert(n)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.plans[key] == old {
+		p.plans[key] = &np
+	}
+}
