@@ -1,0 +1,307 @@
+// Package webhook_test benchmarks hyperbatch's admission webhooks as the apiserver meets them: served
+// over TLS on loopback by the real manager (policies and namespaces from informers), next to a no-op
+// webhook served by the same server in the same run, at concurrency 64. A second benchmark creates
+// 10,000 Pods through a real kube-apiserver with the webhooks installed and counts failures.
+//
+// Results (with ratios against the no-op webhook of the same run) are written to
+// bench/results/webhook.txt.
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
+)
+
+const (
+	concurrency = 64
+	requests    = 20000 // per latency benchmark
+	burstPods   = 10000
+	noopPath    = "/bench-noop"
+	benchNS     = "bench"
+)
+
+var (
+	w       *framework.WebhookEnv
+	mu      sync.Mutex
+	results = map[string]stats{}
+)
+
+type stats struct {
+	p50, p99 time.Duration
+	rps      float64
+	failures int64
+}
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	var err error
+	w, err = framework.StartWithWebhooks(framework.WebhookEnvOptions{
+		Fixtures: []client.Object{
+			&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000},
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS, Labels: map[string]string{
+				"team": "bench", hbwebhook.PodNamespaceLabel: hbwebhook.PodNamespaceLabelValue}}},
+			&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: hbv1.WorkloadPolicySpec{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "bench"}},
+				Defaults:          hbv1.PolicyDefaults{Queue: "bench", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler"},
+				AllowedQueues:     []string{"bench"},
+			}},
+		},
+		Register: func(mgr manager.Manager) error {
+			mgr.GetWebhookServer().Register(noopPath, &admission.Webhook{Handler: admission.HandlerFunc(
+				func(context.Context, admission.Request) admission.Response { return admission.Allowed("") })})
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	w.Stop()
+	if err := writeResults(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func review(b *testing.B, obj any, gvk metav1.GroupVersionKind, resource metav1.GroupVersionResource) []byte {
+	b.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: resource,
+			Namespace: benchNS, Operation: admissionv1.Create, Object: runtimeRaw(raw)}}
+	out, err := json.Marshal(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+func pod() *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: benchNS},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+}
+
+func vcjob() *batchv1alpha1.Job {
+	return &batchv1alpha1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch.volcano.sh/v1alpha1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: benchNS},
+		Spec: batchv1alpha1.JobSpec{MinAvailable: 8, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 8,
+			Template: corev1.PodTemplateSpec{Spec: pod().Spec}}}}}
+}
+
+func httpClient(b *testing.B) *http.Client {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(w.CAData) {
+		b.Fatal("no CA for the webhook server")
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency, ForceAttemptHTTP2: false}}
+}
+
+// load sends n AdmissionReviews to path from `concurrency` workers and returns latency statistics.
+func load(b *testing.B, path string, body []byte, n int) stats {
+	c := httpClient(b)
+	lat := make([]time.Duration, n)
+	var next, failures atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := 0; g < concurrency; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				t := time.Now()
+				resp, err := c.Post(w.URL+path, "application/json", bytes.NewReader(body))
+				if err == nil {
+					var out admissionv1.AdmissionReview
+					err = json.NewDecoder(resp.Body).Decode(&out)
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if err == nil && (out.Response == nil || !out.Response.Allowed) {
+						err = fmt.Errorf("not allowed: %+v", out.Response)
+					}
+				}
+				lat[i] = time.Since(t)
+				if err != nil {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return stats{p50: lat[n/2], p99: lat[n*99/100], rps: float64(n) / elapsed.Seconds(), failures: failures.Load()}
+}
+
+func record(b *testing.B, name string, s stats) {
+	b.ReportMetric(float64(s.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(s.p99.Microseconds())/1000, "p99-ms")
+	b.ReportMetric(s.rps, "req/s")
+	b.ReportMetric(float64(s.failures), "failures")
+	mu.Lock()
+	results[name] = s
+	mu.Unlock()
+	if s.failures > 0 {
+		b.Errorf("%s: %d of the requests failed", name, s.failures)
+	}
+}
+
+// BenchmarkAdmissionLatency: each iteration is a fixed run of 20,000 requests at concurrency 64.
+func BenchmarkAdmissionLatency(b *testing.B) {
+	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
+	cases := []struct {
+		name, path string
+		body       []byte
+	}{
+		{"noop", noopPath, review(b, pod(), podGVK, podGVR)},
+		{"pod", "/mutate-pod", review(b, pod(), podGVK, podGVR)},
+		{"volcanojob", "/mutate-volcano-job", review(b, vcjob(),
+			metav1.GroupVersionKind{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"},
+			metav1.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"})},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			load(b, tc.path, tc.body, 2000) // warm connections and caches
+			var s stats
+			for i := 0; i < b.N; i++ {
+				s = load(b, tc.path, tc.body, requests)
+			}
+			record(b, tc.name, s)
+		})
+	}
+}
+
+// BenchmarkPodBurst creates 10,000 Pods through the real apiserver, which calls the Pod webhooks for
+// each; every creation must succeed and be defaulted.
+func BenchmarkPodBurst(b *testing.B) {
+	cfg := *w.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for iter := 0; iter < b.N; iter++ {
+		var next, failures, undefaulted atomic.Int64
+		var firstErr atomic.Value
+		var wg sync.WaitGroup
+		start := time.Now()
+		for g := 0; g < concurrency; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := next.Add(1) - 1
+					if i >= burstPods {
+						return
+					}
+					p := pod()
+					p.Name = fmt.Sprintf("burst-%d-%d", iter, i)
+					if err := c.Create(context.Background(), p); err != nil {
+						failures.Add(1)
+						firstErr.CompareAndSwap(nil, err.Error())
+						continue
+					}
+					if p.Annotations["scheduling.volcano.sh/queue-name"] != "bench" {
+						undefaulted.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		s := stats{rps: burstPods / time.Since(start).Seconds(), failures: failures.Load() + undefaulted.Load()}
+		b.ReportMetric(s.rps, "pods/s")
+		b.ReportMetric(float64(failures.Load()), "failures")
+		b.ReportMetric(float64(undefaulted.Load()), "undefaulted")
+		mu.Lock()
+		results["burst"] = s
+		mu.Unlock()
+		if s.failures > 0 {
+			b.Errorf("pod burst: %d failed, %d not defaulted (first error: %v)", failures.Load(), undefaulted.Load(), firstErr.Load())
+		}
+	}
+}
+
+func writeResults() error {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# hyperbatch webhook benchmark, %s, GOMAXPROCS=%d, concurrency %d, %d requests per row\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), concurrency, requests)
+	noop, haveNoop := results["noop"]
+	for _, name := range []string{"noop", "pod", "volcanojob"} {
+		s, ok := results[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&sb, "%-11s p50 %7.2f ms  p99 %7.2f ms  %8.0f req/s  failures %d", name,
+			ms(s.p50), ms(s.p99), s.rps, s.failures)
+		if haveNoop && name != "noop" {
+			fmt.Fprintf(&sb, "  p99/noop-p99 %.2fx (target <= 1.50x)  req/s vs noop %.2fx", ms(s.p99)/ms(noop.p99), s.rps/noop.rps)
+		}
+		sb.WriteString("\n")
+	}
+	if s, ok := results["burst"]; ok {
+		fmt.Fprintf(&sb, "burst       %d pods through kube-apiserver + webhooks: %.0f pods/s, failures %d (target 0)\n", burstPods, s.rps, s.failures)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "results")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fmt.Print(sb.String())
+	return os.WriteFile(filepath.Join(dir, "webhook.txt"), []byte(sb.String()), 0o644)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func runtimeRaw(b []byte) k8sruntime.RawExtension { return k8sruntime.RawExtension{Raw: b} }
