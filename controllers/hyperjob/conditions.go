@@ -1,0 +1,187 @@
+package hyperjob
+
+import (
+	"fmt"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+)
+
+// HyperJob status condition types.
+const (
+	// ConditionCompleted is True once minAvailable children (all by default) have completed. Terminal.
+	ConditionCompleted = "Completed"
+	// ConditionFailed is True once every child has finished and fewer than minAvailable completed.
+	// Terminal.
+	ConditionFailed = "Failed"
+	// ConditionSplitPolicyInvalid is True while a replicatedJob's splitPolicy cannot be applied
+	// (including mode auto, which hyperbatch does not support); no children are created or changed.
+	ConditionSplitPolicyInvalid = "SplitPolicyInvalid"
+	// ConditionSpecInvalid is True while another part of the spec (names, minAvailable, maxDomains)
+	// cannot be honoured; no children are created or changed.
+	ConditionSpecInvalid = "SpecInvalid"
+)
+
+// Condition reasons.
+const (
+	ReasonAutoModeNotSupported       = "AutoModeNotSupported"
+	ReasonUnknownSplitMode           = "UnknownSplitMode"
+	ReasonMissingAcceleratorType     = "MissingAcceleratorType"
+	ReasonMissingAccelerators        = "MissingAccelerators"
+	ReasonInvalidAcceleratorQuantity = "InvalidAcceleratorQuantity"
+	ReasonNoAcceleratorDemand        = "NoAcceleratorDemand"
+	ReasonNotDivisible               = "NotDivisible"
+	ReasonInvalidName                = "InvalidName"
+	ReasonInvalidReplicas            = "InvalidReplicas"
+	ReasonTooManyChildren            = "TooManyChildren"
+	ReasonInvalidMinAvailable        = "InvalidMinAvailable"
+	ReasonInvalidMaxDomains          = "InvalidMaxDomains"
+	// ReasonValid is the reason of a False SplitPolicyInvalid/SpecInvalid condition once fixed.
+	ReasonValid = "Valid"
+	// ReasonChildrenCompleted is the reason of Completed.
+	ReasonChildrenCompleted = "ChildJobsCompleted"
+	// ReasonChildrenFailed is the reason of Failed.
+	ReasonChildrenFailed = "ChildJobsFailed"
+)
+
+// finished reports whether a Volcano Job phase is final for the HyperJob: Completed, Failed,
+// Aborted or Terminated.
+func finished(p batchv1alpha1.JobPhase) bool {
+	switch p {
+	case batchv1alpha1.Completed, batchv1alpha1.Failed, batchv1alpha1.Aborted, batchv1alpha1.Terminated:
+		return true
+	}
+	return false
+}
+
+// IsFinished reports whether the HyperJob has a terminal condition (Completed or Failed True).
+func IsFinished(st *trainingv1alpha1.HyperJobStatus) bool {
+	return apimeta.IsStatusConditionTrue(st.Conditions, ConditionCompleted) ||
+		apimeta.IsStatusConditionTrue(st.Conditions, ConditionFailed)
+}
+
+// recordedStates flattens the JobStates the status already holds (child name → state). The status is
+// the controller's memory of children that finished and were then deleted (e.g. by a Volcano TTL):
+// such a child is never recreated.
+func recordedStates(st *trainingv1alpha1.HyperJobStatus) map[string]batchv1alpha1.JobState {
+	out := map[string]batchv1alpha1.JobState{}
+	for i := range st.ReplicatedJobsStatus {
+		for name, s := range st.ReplicatedJobsStatus[i].JobStates {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// ComputeStatus is the status the HyperJob should have given the plan and the child Volcano Jobs that
+// exist now (by name). It is pure. A finished HyperJob's status is frozen: only observedGeneration
+// moves. The returned condition, when not nil, is a terminal or refusal condition that was newly set
+// (for an Event).
+func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*batchv1alpha1.Job) (trainingv1alpha1.HyperJobStatus, *metav1.Condition) {
+	st := *hj.Status.DeepCopy()
+	st.ObservedGeneration = hj.Generation
+	if IsFinished(&hj.Status) || plan == nil {
+		return st, nil
+	}
+	var newly *metav1.Condition
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = hj.Generation
+		prev := apimeta.FindStatusCondition(st.Conditions, c.Type)
+		if apimeta.SetStatusCondition(&st.Conditions, c) && c.Status == metav1.ConditionTrue &&
+			(prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != c.Reason) {
+			cc := c
+			newly = &cc
+		}
+	}
+	clear := func(t string) {
+		if c := apimeta.FindStatusCondition(st.Conditions, t); c != nil && c.Status != metav1.ConditionFalse {
+			set(metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonValid, Message: "the spec can be honoured"})
+		}
+	}
+
+	recorded := recordedStates(&hj.Status)
+	st.ReplicatedJobsStatus = nil
+	if ref := plan.Refusal; ref != nil {
+		set(metav1.Condition{Type: ref.Condition, Status: metav1.ConditionTrue, Reason: ref.Reason, Message: ref.Message})
+		for _, t := range []string{ConditionSplitPolicyInvalid, ConditionSpecInvalid} {
+			if t != ref.Condition {
+				clear(t)
+			}
+		}
+		// Nothing is changed while refused; report the children that exist.
+		byRJ := map[string][]string{}
+		for name, j := range jobs {
+			rj := j.Labels[childReplicatedJobLabel]
+			byRJ[rj] = append(byRJ[rj], name)
+		}
+		for i := range hj.Spec.ReplicatedJobs {
+			name := hj.Spec.ReplicatedJobs[i].Name
+			st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, aggregate(name, byRJ[name], jobs, nil))
+		}
+		n := int32(len(jobs))
+		st.SplitCount = &n
+		return st, newly
+	}
+	clear(ConditionSplitPolicyInvalid)
+	clear(ConditionSpecInvalid)
+
+	var completed, done int32
+	for i := range hj.Spec.ReplicatedJobs {
+		name := hj.Spec.ReplicatedJobs[i].Name
+		rs := aggregate(name, plan.byReplicatedJob[name], jobs, recorded)
+		for _, s := range rs.JobStates {
+			if s.Phase == batchv1alpha1.Completed {
+				completed++
+			}
+			if finished(s.Phase) {
+				done++
+			}
+		}
+		st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, rs)
+	}
+	total := plan.SplitCount()
+	st.SplitCount = &total
+	if total > 0 {
+		switch {
+		case completed >= plan.MinAvailable:
+			set(metav1.Condition{Type: ConditionCompleted, Status: metav1.ConditionTrue, Reason: ReasonChildrenCompleted,
+				Message: fmt.Sprintf("%d of %d child jobs completed (minAvailable %d)", completed, total, plan.MinAvailable)})
+		case done == total:
+			set(metav1.Condition{Type: ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonChildrenFailed,
+				Message: fmt.Sprintf("all %d child jobs finished but only %d completed, fewer than minAvailable %d; the others failed, were aborted or terminated",
+					total, completed, plan.MinAvailable)})
+		}
+	}
+	return st, newly
+}
+
+// aggregate builds one replicatedJob's status from its children: each existing child's state and
+// pod counts; a missing child whose recorded state is finished keeps that state.
+func aggregate(rj string, names []string, jobs map[string]*batchv1alpha1.Job, recorded map[string]batchv1alpha1.JobState) trainingv1alpha1.ReplicatedJobStatus {
+	rs := trainingv1alpha1.ReplicatedJobStatus{Name: rj}
+	for _, n := range names {
+		j, ok := jobs[n]
+		if !ok {
+			if s, ok := recorded[n]; ok && finished(s.Phase) {
+				if rs.JobStates == nil {
+					rs.JobStates = map[string]batchv1alpha1.JobState{}
+				}
+				rs.JobStates[n] = s
+			}
+			continue
+		}
+		if rs.JobStates == nil {
+			rs.JobStates = map[string]batchv1alpha1.JobState{}
+		}
+		rs.JobStates[n] = j.Status.State
+		rs.Pending += j.Status.Pending
+		rs.Running += j.Status.Running
+		rs.Succeeded += j.Status.Succeeded
+		rs.Failed += j.Status.Failed
+		rs.Terminating += j.Status.Terminating
+		rs.Unknown += j.Status.Unknown
+	}
+	return rs
+}

@@ -1,0 +1,220 @@
+package hyperjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+const (
+	// ControllerName names the controller (metrics, logs) and the Event source.
+	ControllerName = "hyperjob"
+	// FieldOwner is the field manager of every write this controller makes.
+	FieldOwner = "hyperbatch-hyperjob"
+
+	eventSource = "hyperbatch-hyperjob"
+
+	// controllerUIDIndex indexes children by the UID of their controlling HyperJob.
+	controllerUIDIndex = "hyperbatch.dev/hyperjob-controller-uid"
+
+	childReplicatedJobLabel = defaults.ReplicatedJobNameKey
+
+	maxConcurrentReconciles = 4
+	// staleCacheRequeue is how soon a reconcile that found its cached HyperJob stale is retried
+	// (the watch event that refreshes the cache normally triggers it sooner).
+	staleCacheRequeue = time.Second
+)
+
+// Reconciler splits HyperJobs into Volcano Jobs and Karmada PropagationPolicies and aggregates their
+// status. See docs/hyperjob.md.
+//
+// Deletion is left to the garbage collector: every child has a controller ownerReference to its
+// HyperJob, and all children live in the HyperJob's namespace on the same apiserver, so deleting the
+// HyperJob deletes them (foreground or background, as the user asked). A finalizer would add a write
+// per HyperJob, block deletion of HyperJobs whenever this controller is down or uninstalled, and buy
+// nothing: there is no external state to clean up.
+//
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	exp       *expectations
+}
+
+// NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
+// field manager FieldOwner), its uncached reader and an Event recorder.
+func NewReconciler(mgr ctrl.Manager) *Reconciler {
+	registerMetrics()
+	return &Reconciler{
+		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorderFor(eventSource),
+		exp:       newExpectations(),
+	}
+}
+
+// SetupWithManager registers the controller: HyperJobs, the Volcano Jobs and PropagationPolicies
+// they control, and the WorkloadPolicies and Namespaces that decide the PropagationPolicies' defaults.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	for _, obj := range []client.Object{&batchv1alpha1.Job{}, &policyv1alpha1.PropagationPolicy{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, controllerUIDIndex, indexByController); err != nil {
+			return fmt.Errorf("indexing %T by controlling HyperJob: %w", obj, err)
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&trainingv1alpha1.HyperJob{}).
+		Owns(&batchv1alpha1.Job{}).
+		Owns(&policyv1alpha1.PropagationPolicy{}).
+		Watches(&hbv1.WorkloadPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allHyperJobs),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobsInNamespace),
+			builder.WithPredicates(predicate.Or(predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Complete(r)
+}
+
+func indexByController(obj client.Object) []string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return []string{string(ref.UID)}
+}
+
+func (r *Reconciler) allHyperJobs(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.hyperJobRequests(ctx)
+}
+
+func (r *Reconciler) hyperJobsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.hyperJobRequests(ctx, client.InNamespace(ns.GetName()))
+}
+
+func (r *Reconciler) hyperJobRequests(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list trainingv1alpha1.HyperJobList
+	if err := r.client.List(ctx, &list, opts...); err != nil {
+		log.FromContext(ctx).Error(err, "listing HyperJobs after a WorkloadPolicy or Namespace change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile brings one HyperJob's children to the plan (syncVCJobAndPP), then writes the aggregated
+// status (syncHyperJobStatus). Errors are returned so the workqueue retries with backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var hj trainingv1alpha1.HyperJob
+	if err := r.client.Get(ctx, req.NamespacedName, &hj); err != nil {
+		if apierrors.IsNotFound(err) {
+			setChildren(req.NamespacedName, -1)
+			r.exp.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return ctrl.Result{}, err
+	}
+	if hj.DeletionTimestamp != nil {
+		// The garbage collector deletes the children (see Reconciler).
+		return ctrl.Result{}, nil
+	}
+
+	res, syncErr := r.syncVCJobAndPP(ctx, &hj)
+	if res.staleCache {
+		return ctrl.Result{RequeueAfter: staleCacheRequeue}, syncErr
+	}
+	if res.waitFor > 0 {
+		// The cache has not shown this controller's last writes yet; their watch events trigger the
+		// next pass. Status waits too, so it is never written from a view missing our own children.
+		return ctrl.Result{RequeueAfter: res.waitFor}, nil
+	}
+	if res.plan == nil && !IsFinished(&hj.Status) {
+		return ctrl.Result{}, syncErr // nothing planned: no status to derive
+	}
+	statusErr := r.syncHyperJobStatus(ctx, &hj, res)
+	if hj.Status.SplitCount != nil {
+		setChildren(req.NamespacedName, *hj.Status.SplitCount)
+	}
+	return ctrl.Result{}, errors.Join(syncErr, statusErr)
+}
+
+// syncHyperJobStatus writes the status ComputeStatus derives, when it differs from the stored one.
+//
+// It uses a JSON merge patch guarded by resourceVersion (optimistic lock) rather than server-side
+// apply: the whole status is computed from one read, and the terminal guard (Completed/Failed never
+// flip back) relies on never writing a status computed from a stale read — apply would accept it.
+// A conflict means the cache is behind the apiserver; it is not an error: the watch event carrying
+// the newer HyperJob triggers the next pass, which recomputes the status from it.
+func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha1.HyperJob, res syncResult) error {
+	st, newly := ComputeStatus(hj, res.plan, res.jobs)
+	if apiequality.Semantic.DeepEqual(st, hj.Status) {
+		return nil
+	}
+	orig := hj.DeepCopy()
+	hj.Status = st
+	if err := r.client.Status().Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		hj.Status = orig.Status
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("status not written: the cached HyperJob is outdated", "reason", err.Error())
+			return nil
+		}
+		reconcileErrors.WithLabelValues(opStatus).Inc()
+		r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedUpdateStatus", "updating status: %v", err)
+		return fmt.Errorf("updating status of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+	}
+	if newly != nil {
+		typ := corev1.EventTypeNormal
+		if newly.Type != ConditionCompleted {
+			typ = corev1.EventTypeWarning
+		}
+		r.recorder.Event(hj, typ, newly.Reason, newly.Message)
+	}
+	return nil
+}
+
+// cacheIsCurrent reads the HyperJob from the apiserver, bypassing the cache, and reports whether the
+// cached copy is current. The controller writes to children only from a current view, so a stale
+// cache can never recreate a child of a HyperJob that has already finished, or act on an old spec.
+func (r *Reconciler) cacheIsCurrent(ctx context.Context, hj *trainingv1alpha1.HyperJob) (bool, error) {
+	var live trainingv1alpha1.HyperJob
+	if err := r.apiReader.Get(ctx, types.NamespacedName{Namespace: hj.Namespace, Name: hj.Name}, &live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return false, fmt.Errorf("reading HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+	}
+	return live.UID == hj.UID && live.ResourceVersion == hj.ResourceVersion && live.DeletionTimestamp == nil, nil
+}

@@ -1,0 +1,77 @@
+package hyperjob
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics, registered in controller-runtime's metrics.Registry (served on the manager's /metrics).
+// Labels are bounded: the children gauge is per namespace (not per HyperJob, whose names are
+// unbounded), the error counter per operation from a fixed set.
+var (
+	childrenGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hyperbatch_hyperjob_children",
+		Help: "Child Volcano Jobs (each with a PropagationPolicy) the HyperJobs of a namespace are split into (sum of status.splitCount).",
+	}, []string{"namespace"})
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hyperbatch_hyperjob_reconcile_errors_total",
+		Help: "HyperJob reconcile errors by operation: read, create_job, apply_propagationpolicy, delete_job, delete_propagationpolicy, conflict, status.",
+	}, []string{"operation"})
+
+	registerOnce sync.Once
+)
+
+// Operations counted by hyperbatch_hyperjob_reconcile_errors_total.
+const (
+	opRead     = "read"
+	opCreate   = "create_job"
+	opApplyPP  = "apply_propagationpolicy"
+	opDelete   = "delete_job"
+	opDeletePP = "delete_propagationpolicy"
+	opConflict = "conflict"
+	opStatus   = "status"
+)
+
+func registerMetrics() {
+	registerOnce.Do(func() {
+		metrics.Registry.MustRegister(childrenGauge, reconcileErrors)
+		for _, op := range []string{opRead, opCreate, opApplyPP, opDelete, opDeletePP, opConflict, opStatus} {
+			reconcileErrors.WithLabelValues(op)
+		}
+	})
+}
+
+// childCounts keeps each HyperJob's contribution to the per-namespace gauge, process-wide like the
+// gauge itself.
+var childCounts = struct {
+	sync.Mutex
+	byJob map[types.NamespacedName]int32
+	byNS  map[string]int32
+}{byJob: map[types.NamespacedName]int32{}, byNS: map[string]int32{}}
+
+// setChildren records that key is split into n children (n < 0 forgets it: the HyperJob is gone).
+func setChildren(key types.NamespacedName, n int32) {
+	childCounts.Lock()
+	defer childCounts.Unlock()
+	old := childCounts.byJob[key]
+	if n < 0 {
+		delete(childCounts.byJob, key)
+		n = 0
+	} else {
+		childCounts.byJob[key] = n
+	}
+	if old == n {
+		return
+	}
+	sum := childCounts.byNS[key.Namespace] - old + n
+	if sum == 0 {
+		delete(childCounts.byNS, key.Namespace)
+		childrenGauge.DeleteLabelValues(key.Namespace)
+		return
+	}
+	childCounts.byNS[key.Namespace] = sum
+	childrenGauge.WithLabelValues(key.Namespace).Set(float64(sum))
+}

@@ -1,0 +1,430 @@
+package hyperjob
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+)
+
+// maxBatch caps how many writes of one kind run at once (see slowStart).
+const maxBatch = 256
+
+// syncResult is what syncVCJobAndPP saw and did, for the status.
+type syncResult struct {
+	// plan is nil when the HyperJob is finished (its status is frozen) or could not be planned.
+	plan *Plan
+	// jobs are the child Volcano Jobs controlled by the HyperJob after this pass, by name.
+	jobs map[string]*batchv1alpha1.Job
+	// staleCache: the cached HyperJob is older than the apiserver's; nothing was written.
+	staleCache bool
+	// waitFor > 0: expectations are not met yet (see expectations); nothing was written. It is the
+	// time until they expire.
+	waitFor time.Duration
+}
+
+// syncVCJobAndPP makes the HyperJob's children match its plan:
+//
+//   - a missing child gets its PropagationPolicy first (so the Volcano Job is claimed by it, not by a
+//     broader ClusterPropagationPolicy, the moment it exists), then its Volcano Job;
+//   - a PropagationPolicy whose spec hash label differs, or whose fields we own drifted, is updated in
+//     place by server-side apply;
+//   - a Volcano Job whose template hash differs is deleted (foreground) and recreated — one child
+//     at a time, and never a child that already finished;
+//   - children no longer in the plan are deleted, the Volcano Job first and its PropagationPolicy once
+//     the job is gone, so the job stays propagated while it is torn down;
+//   - a finished HyperJob's children are never written again, and a missing child whose recorded
+//     state is finished is not recreated.
+func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.HyperJob) (syncResult, error) {
+	res := syncResult{}
+	jobs, pps, err := r.listChildren(ctx, hj)
+	if err != nil {
+		return res, err
+	}
+	res.jobs = jobs
+	if IsFinished(&hj.Status) {
+		return res, nil
+	}
+	ref := hyperJobRef{key: client.ObjectKeyFromObject(hj), uid: hj.UID}
+	if ok, left := r.exp.satisfied(ref, jobs, pps); !ok {
+		res.waitFor = left
+		return res, nil
+	}
+	ns, pols, err := r.policyInputs(ctx, hj.Namespace)
+	if err != nil {
+		return res, err
+	}
+	plan, err := BuildPlan(hj, ns, pols)
+	if err != nil {
+		return res, err
+	}
+	res.plan = plan
+	if plan.Refusal != nil {
+		return res, nil
+	}
+
+	recorded := recordedStates(&hj.Status)
+	desired := make(map[string]bool, len(plan.children))
+	var (
+		applyPPs    []*child
+		createJobs  []*child
+		recreate    []*batchv1alpha1.Job
+		terminating int
+	)
+	for i := range plan.children {
+		c := &plan.children[i]
+		desired[c.name] = true
+		if pp := pps[c.name]; pp == nil {
+			applyPPs = append(applyPPs, c)
+		} else if pp.DeletionTimestamp == nil && (pp.Labels[defaults.PPSpecHashAnnotation] != c.ppHash || ppDrifted(c.pp, pp)) {
+			applyPPs = append(applyPPs, c)
+		}
+		job := jobs[c.name]
+		switch {
+		case job == nil:
+			if s, ok := recorded[c.name]; ok && finished(s.Phase) {
+				continue // finished, then deleted (e.g. by a Volcano TTL): its result stands
+			}
+			createJobs = append(createJobs, c)
+		case job.DeletionTimestamp != nil:
+			terminating++
+		case job.Labels[defaults.VCJobTemplateSpecHashAnnotation] != c.templateHash && !finished(job.Status.State.Phase):
+			recreate = append(recreate, job)
+		}
+	}
+	var staleJobs []*batchv1alpha1.Job
+	for name, j := range jobs {
+		if !desired[name] && j.DeletionTimestamp == nil {
+			staleJobs = append(staleJobs, j)
+		}
+	}
+	var stalePPs []*policyv1alpha1.PropagationPolicy
+	for name, pp := range pps {
+		if !desired[name] && jobs[name] == nil && pp.DeletionTimestamp == nil {
+			stalePPs = append(stalePPs, pp)
+		}
+	}
+	// One child at a time: a template change deletes the next stale child only when no child is being
+	// deleted and none is waiting to be created.
+	var recreateNow *batchv1alpha1.Job
+	if len(recreate) > 0 && len(createJobs) == 0 && terminating == 0 {
+		recreateNow = recreate[0]
+	}
+	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs) == 0 && recreateNow == nil {
+		return res, nil
+	}
+	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
+		res.staleCache = err == nil
+		return res, err
+	}
+
+	var errs []error
+	applied := r.applyPropagationPolicies(ctx, hj, ref, applyPPs, &errs)
+	var ready []*child
+	for _, c := range createJobs {
+		if pps[c.name] != nil || applied[c.name] {
+			ready = append(ready, c)
+		}
+	}
+	for _, j := range r.createJobs(ctx, hj, ref, ready, ns, pols, &errs) {
+		jobs[j.Name] = j
+	}
+	for _, j := range staleJobs {
+		if r.deleteJob(ctx, hj, ref, j, "DeletedJob", "deleted Volcano Job %s: no longer in the HyperJob spec", &errs) {
+			delete(jobs, j.Name)
+		}
+	}
+	for _, pp := range stalePPs {
+		r.deletePP(ctx, hj, ref, pp, &errs)
+	}
+	if recreateNow != nil {
+		r.deleteJob(ctx, hj, ref, recreateNow, "RecreatingJob",
+			"deleted Volcano Job %s to recreate it from the changed template (Volcano Jobs cannot be updated in place)", &errs)
+	}
+	return res, errors.Join(errs...)
+}
+
+// listChildren returns the Volcano Jobs and PropagationPolicies the HyperJob controls, by name.
+func (r *Reconciler) listChildren(ctx context.Context, hj *trainingv1alpha1.HyperJob) (map[string]*batchv1alpha1.Job, map[string]*policyv1alpha1.PropagationPolicy, error) {
+	opts := []client.ListOption{client.InNamespace(hj.Namespace), client.MatchingFields{controllerUIDIndex: string(hj.UID)}}
+	var jl batchv1alpha1.JobList
+	if err := r.client.List(ctx, &jl, opts...); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, nil, fmt.Errorf("listing child Volcano Jobs: %w", err)
+	}
+	var pl policyv1alpha1.PropagationPolicyList
+	if err := r.client.List(ctx, &pl, opts...); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, nil, fmt.Errorf("listing child PropagationPolicies: %w", err)
+	}
+	jobs := make(map[string]*batchv1alpha1.Job, len(jl.Items))
+	for i := range jl.Items {
+		jobs[jl.Items[i].Name] = &jl.Items[i]
+	}
+	pps := make(map[string]*policyv1alpha1.PropagationPolicy, len(pl.Items))
+	for i := range pl.Items {
+		pps[pl.Items[i].Name] = &pl.Items[i]
+	}
+	return jobs, pps, nil
+}
+
+// policyInputs reads the namespace and the WorkloadPolicies (from the manager's cache) for the
+// defaults engine.
+func (r *Reconciler) policyInputs(ctx context.Context, namespace string) (defaults.Namespace, *defaults.Policies, error) {
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return defaults.Namespace{}, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	var list hbv1.WorkloadPolicyList
+	if err := r.client.List(ctx, &list); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return defaults.Namespace{}, nil, fmt.Errorf("listing WorkloadPolicies: %w", err)
+	}
+	pols, err := defaults.NewPolicies(list.Items)
+	if err != nil {
+		// The valid policies still apply; the WorkloadPolicy controller reports the invalid ones.
+		log.FromContext(ctx).V(1).Info("ignoring invalid WorkloadPolicies", "error", err.Error())
+	}
+	return defaults.NamespaceOf(&ns), pols, nil
+}
+
+// ppDrifted reports whether a field of a PropagationPolicy that this controller sets differs from
+// the desired value (someone edited it); the spec hash label alone cannot tell. Only those fields are
+// compared: a field someone else added (a labelSelector, a weightPreference) is not ours to remove
+// with apply, and comparing it would make every pass apply again.
+func ppDrifted(want, have *policyv1alpha1.PropagationPolicy) bool {
+	w, h := &want.Spec, &have.Spec
+	clusterNames := func(p *policyv1alpha1.Placement) []string {
+		if p.ClusterAffinity == nil {
+			return nil
+		}
+		return p.ClusterAffinity.ClusterNames
+	}
+	scheduling := func(p *policyv1alpha1.Placement) (policyv1alpha1.ReplicaSchedulingType, policyv1alpha1.ReplicaDivisionPreference) {
+		if p.ReplicaScheduling == nil {
+			return "", ""
+		}
+		return p.ReplicaScheduling.ReplicaSchedulingType, p.ReplicaScheduling.ReplicaDivisionPreference
+	}
+	wt, wp := scheduling(&w.Placement)
+	ht, hp := scheduling(&h.Placement)
+	return w.PropagateDeps != h.PropagateDeps || wt != ht || wp != hp ||
+		!apiequality.Semantic.DeepEqual(w.ResourceSelectors, h.ResourceSelectors) ||
+		!apiequality.Semantic.DeepEqual(clusterNames(&w.Placement), clusterNames(&h.Placement)) ||
+		!apiequality.Semantic.DeepEqual(w.Placement.SpreadConstraints, h.Placement.SpreadConstraints)
+}
+
+// applyPropagationPolicies creates or updates PropagationPolicies by server-side apply and returns
+// the names that succeeded.
+//
+// Server-side apply with the field manager FieldOwner fits PropagationPolicies: the controller states
+// the fields it owns, fields it stops setting are removed, and what others add (Karmada's labels such
+// as the permanent-id, finalizers, fields defaulted by the CRD) is kept — without a read-modify-write
+// cycle or a resourceVersion conflict. Apply is also idempotent for creation, so a child created by
+// a pass whose result the cache has not shown yet is harmless. Volcano Jobs are created instead (see
+// createJobs).
+func (r *Reconciler) applyPropagationPolicies(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, errs *[]error) map[string]bool {
+	ok := make([]bool, len(cs))
+	var mu sync.Mutex
+	err := slowStart(len(cs), func(i int) error {
+		c := cs[i]
+		exists, err := r.checkForeign(ctx, hj, &policyv1alpha1.PropagationPolicy{}, c.name)
+		if err != nil {
+			return err
+		}
+		u, err := applyConfiguration(c.pp)
+		if err != nil {
+			return err
+		}
+		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.ForceOwnership); err != nil {
+			reconcileErrors.WithLabelValues(opApplyPP).Inc()
+			r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedApplyPropagationPolicy", "applying PropagationPolicy %s: %v", c.name, err)
+			return fmt.Errorf("applying PropagationPolicy %s: %w", c.name, err)
+		}
+		r.exp.applied(ref, c.name, c.ppHash)
+		mu.Lock()
+		ok[i] = true
+		mu.Unlock()
+		if !exists {
+			r.recorder.Eventf(hj, corev1.EventTypeNormal, "CreatedPropagationPolicy", "created PropagationPolicy %s", c.name)
+		} else {
+			r.recorder.Eventf(hj, corev1.EventTypeNormal, "UpdatedPropagationPolicy", "updated PropagationPolicy %s in place", c.name)
+		}
+		return nil
+	})
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	out := make(map[string]bool, len(cs))
+	for i, c := range cs {
+		if ok[i] {
+			out[c.name] = true
+		}
+	}
+	return out
+}
+
+// applyConfiguration turns a desired PropagationPolicy into an apply configuration holding exactly
+// the fields the controller sets: encoding/json drops unset optional fields, and the two fields every
+// typed object carries (metadata.creationTimestamp: null, an empty status) are removed.
+func applyConfiguration(pp *policyv1alpha1.PropagationPolicy) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(pp)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &u.Object); err != nil {
+		return nil, err
+	}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	return u, nil
+}
+
+// createJobs creates child Volcano Jobs and returns those created.
+//
+// Volcano Jobs are created, not applied: the controller never updates one (Volcano's webhook rejects
+// nearly every spec change, so a changed template means delete and recreate), and Create's
+// AlreadyExists is the guard against a duplicate or a name taken by someone else.
+func (r *Reconciler) createJobs(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, ns defaults.Namespace, pols *defaults.Policies, errs *[]error) []*batchv1alpha1.Job {
+	out := make([]*batchv1alpha1.Job, len(cs))
+	err := slowStart(len(cs), func(i int) error {
+		c := cs[i]
+		job := desiredJob(hj, c, ns, pols)
+		if err := r.client.Create(ctx, job); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Ours, created by an earlier pass the cache has not caught up with — or someone else's.
+				_, err := r.checkForeign(ctx, hj, &batchv1alpha1.Job{}, c.name)
+				return err
+			}
+			reconcileErrors.WithLabelValues(opCreate).Inc()
+			r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedCreateJob", "creating Volcano Job %s: %v", c.name, err)
+			return fmt.Errorf("creating Volcano Job %s: %w", c.name, err)
+		}
+		r.exp.created(ref, job.Name, job.UID)
+		out[i] = job
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, "CreatedJob", "created Volcano Job %s", c.name)
+		return nil
+	})
+	if err != nil {
+		*errs = append(*errs, err)
+	}
+	created := out[:0]
+	for _, j := range out {
+		if j != nil {
+			created = append(created, j)
+		}
+	}
+	return created
+}
+
+// checkForeign reports whether an object with the child's name exists (in the cache), and fails when
+// it is not controlled by this HyperJob: such an object is never adopted or overwritten.
+func (r *Reconciler) checkForeign(ctx context.Context, hj *trainingv1alpha1.HyperJob, obj client.Object, name string) (bool, error) {
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: hj.Namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil // absent: nothing to protect
+		}
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return false, fmt.Errorf("reading %s/%s: %w", hj.Namespace, name, err)
+	}
+	if metav1.IsControlledBy(obj, hj) {
+		return true, nil
+	}
+	reconcileErrors.WithLabelValues(opConflict).Inc()
+	kind := "Volcano Job"
+	if _, ok := obj.(*policyv1alpha1.PropagationPolicy); ok {
+		kind = "PropagationPolicy"
+	}
+	r.recorder.Eventf(hj, corev1.EventTypeWarning, "ChildNameTaken",
+		"%s %s exists and is not controlled by this HyperJob; it is left alone and the child is not created", kind, name)
+	return true, fmt.Errorf("%s %s/%s exists and is not controlled by HyperJob %s", kind, hj.Namespace, name, hj.Name)
+}
+
+// deleteJob deletes a child Volcano Job in the foreground, guarded by its UID (a stale cache can
+// never delete a newer child of the same name). Foreground keeps the job visible until its own
+// dependents (PodGroup and pods, or Karmada's ResourceBinding and Works) are gone, so its
+// replacement, which reuses the name, never meets the old job's objects. Reports success.
+func (r *Reconciler) deleteJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, j *batchv1alpha1.Job, reason, msgFormat string, errs *[]error) bool {
+	uid := j.UID
+	err := r.client.Delete(ctx, j, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if err == nil {
+		r.exp.deleted(ref, j.Name, uid)
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, reason, msgFormat, j.Name)
+		return true
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return true // already gone, or replaced by a newer child
+	}
+	reconcileErrors.WithLabelValues(opDelete).Inc()
+	r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedDeleteJob", "deleting Volcano Job %s: %v", j.Name, err)
+	*errs = append(*errs, fmt.Errorf("deleting Volcano Job %s: %w", j.Name, err))
+	return false
+}
+
+func (r *Reconciler) deletePP(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, errs *[]error) {
+	uid := pp.UID
+	err := r.client.Delete(ctx, pp, client.Preconditions{UID: &uid})
+	switch {
+	case err == nil:
+		r.exp.deletedPP(ref, pp.Name, uid)
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, "DeletedPropagationPolicy", "deleted PropagationPolicy %s: no longer in the HyperJob spec", pp.Name)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+	default:
+		reconcileErrors.WithLabelValues(opDeletePP).Inc()
+		r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedDeletePropagationPolicy", "deleting PropagationPolicy %s: %v", pp.Name, err)
+		*errs = append(*errs, fmt.Errorf("deleting PropagationPolicy %s: %w", pp.Name, err))
+	}
+}
+
+// slowStart calls fn for 0..n-1 in batches of 1, 2, 4, … (at most maxBatch) running concurrently,
+// and stops after the first batch with a failure, like Kubernetes' Job and ReplicaSet controllers: a
+// systematic error (quota, a rejecting webhook) costs a handful of calls, not n.
+func slowStart(n int, fn func(i int) error) error {
+	for start, size := 0, 1; start < n; size = min(2*size, maxBatch) {
+		size = min(size, n-start)
+		errCh := make(chan error, size)
+		var wg sync.WaitGroup
+		for i := start; i < start+size; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fn(i); err != nil {
+					errCh <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errCh)
+		var errs []error
+		for err := range errCh {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			if rest := n - start - size; rest > 0 {
+				errs = append(errs, fmt.Errorf("%d more children not attempted after these failures", rest))
+			}
+			return errors.Join(errs...)
+		}
+		start += size
+	}
+	return nil
+}
