@@ -15,6 +15,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/hyperbatch/hyperbatch/certs"
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -25,6 +26,7 @@ import (
 // to the manager.
 var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
+	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
 	},

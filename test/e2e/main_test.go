@@ -15,8 +15,11 @@ import (
 	"runtime"
 	"testing"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 )
@@ -27,6 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	kubeconfig = os.Getenv("HYPERBATCH_E2E_KUBECONFIG")
 	if kubeconfig == "" {
 		var stop func()
