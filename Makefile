@@ -7,7 +7,7 @@ SHELL := /usr/bin/env bash
 BIN        := $(CURDIR)/bin
 GO         ?= go
 NODES      ?= 16
-TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 PKGS       ?= ./...
 
@@ -28,14 +28,17 @@ test-tools:
 	hack/tools.sh $(TEST_TOOLS)
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and our CRD (config/crd/) with controller-gen.
+generate: ## Regenerate deepcopy code, our CRD (config/crd/ and the chart's crds/) and the webhook manifests.
 	hack/tools.sh controller-gen
 	$(BIN)/controller-gen object paths=./api/...
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=config/crd
+	cp config/crd/*.yaml charts/hyperbatch/crds/
+	$(GO) run ./webhook/cmd/genmanifests
+	$(GO) run ./webhook/cmd/genmanifests -chart
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are out of date.
-	@git diff --quiet -- api config/crd || { git --no-pager diff --stat -- api config/crd; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
+	@git diff --quiet -- api config charts || { git --no-pager diff --stat -- api config charts; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
 
 .PHONY: crds
 crds: ## Gather the Volcano, Karmada and JobSet CRDs from the Go module cache into _output/crds/.
