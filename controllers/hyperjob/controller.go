@@ -167,7 +167,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if hj.Status.SplitCount != nil {
 		setChildren(req.NamespacedName, *hj.Status.SplitCount)
 	}
-	return ctrl.Result{}, errors.Join(syncErr, statusErr)
+	err := errors.Join(syncErr, statusErr)
+	if err != nil && onlyNameTaken(err) {
+		// Someone else's object holds a child's name. That is no transient failure to back off from
+		// exponentially (the delay would grow to minutes and the child would start long after the
+		// name is freed; the foreign object's deletion triggers no watch event of ours): look again
+		// at a steady pace. The Event on the HyperJob tells the user.
+		log.FromContext(ctx).Info("a child's name is taken by a foreign object; checking again later", "reason", err.Error(), "after", nameTakenRequeue)
+		return ctrl.Result{RequeueAfter: nameTakenRequeue}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // syncHyperJobStatus writes the status ComputeStatus derives, when it differs from the stored one.
@@ -217,4 +226,23 @@ func (r *Reconciler) cacheIsCurrent(ctx context.Context, hj *trainingv1alpha1.Hy
 		return false, fmt.Errorf("reading HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
 	}
 	return live.UID == hj.UID && live.ResourceVersion == hj.ResourceVersion && live.DeletionTimestamp == nil, nil
+}
+
+// errNameTaken marks a child whose name is held by an object this HyperJob does not control.
+var errNameTaken = errors.New("child name taken")
+
+// nameTakenRequeue is how often a HyperJob whose child name is taken looks again.
+const nameTakenRequeue = 5 * time.Second
+
+// onlyNameTaken reports whether every error joined in err is a taken child name.
+func onlyNameTaken(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyNameTaken(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, errNameTaken)
 }

@@ -356,7 +356,7 @@ func (r *Reconciler) checkForeign(ctx context.Context, hj *trainingv1alpha1.Hype
 	}
 	r.recorder.Eventf(hj, corev1.EventTypeWarning, "ChildNameTaken",
 		"%s %s exists and is not controlled by this HyperJob; it is left alone and the child is not created", kind, name)
-	return true, fmt.Errorf("%s %s/%s exists and is not controlled by HyperJob %s", kind, hj.Namespace, name, hj.Name)
+	return true, fmt.Errorf("%w: %s %s/%s exists and is not controlled by HyperJob %s", errNameTaken, kind, hj.Namespace, name, hj.Name)
 }
 
 // deleteJob deletes a child Volcano Job in the foreground, guarded by its UID (a stale cache can
