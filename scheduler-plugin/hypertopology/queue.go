@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
@@ -101,8 +102,13 @@ func (p *Plugin) hintTopologyGang(_ klog.Logger, pod *corev1.Pod, _, _ interface
 		return fwk.QueueSkip, nil
 	}
 	pg, err := p.pgLister.PodGroups(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// No PodGroup yet, so no topology to help: the PodGroup's Add event (hintPodGroup) requeues the pod.
+		return fwk.QueueSkip, nil
+	}
 	if err != nil {
-		return fwk.QueueSkip, nil // the PodGroup's own event will requeue it
+		// Not expected from the lister; the scheduler logs the error and requeues the pod.
+		return fwk.Queue, fmt.Errorf("getting PodGroup %s: %w", key, err)
 	}
 	if gang.SpecOf(pg, pod).Topology == nil {
 		return fwk.QueueSkip, nil
@@ -117,7 +123,8 @@ func (p *Plugin) hintPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj interfac
 	}
 	m, err := meta.Accessor(newObj)
 	if err != nil {
-		return fwk.Queue, nil
+		// Cannot tell whose PodGroup it is: the scheduler logs the error and requeues the pod.
+		return fwk.Queue, fmt.Errorf("PodGroup event object: %w", err)
 	}
 	if m.GetNamespace() == key.Namespace && m.GetName() == key.Name {
 		return fwk.Queue, nil

@@ -171,7 +171,7 @@ func TestOlderGangReclaimsReservations(t *testing.T) {
 	// The older gang leaves; the younger completes once its placeholder is replaced by a real pod.
 	deletePods(t, ns, "older")
 	deletePod(t, ns, young[11].Name)
-	createPods(t, gangPod(test, ns, "younger", "younger-real", 1))
+	createPods(t, gangPod(test, ns, "younger", "younger-real"))
 	waitBound(t, ns, "younger", 12, 60*time.Second)
 }
 
@@ -220,7 +220,7 @@ func TestHyperNodeDeleteReplansWaitingGang(t *testing.T) {
 	waitEvent(t, ns, "g", "GangReleased", fmt.Sprintf("HyperNode %s was deleted", tr.rack(rack)))
 
 	deletePod(t, ns, pods[3].Name)
-	createPods(t, gangPod(test, ns, "g", "g-real", 1))
+	createPods(t, gangPod(test, ns, "g", "g-real"))
 	got := waitBound(t, ns, "g", 4, 60*time.Second)
 	for p, n := range got {
 		if tr.rackOf[n] != other {
@@ -244,7 +244,7 @@ func TestInvalidTreeBlocksTopologyGangs(t *testing.T) {
 	stayUnbound(t, ns, "g", 2*time.Second)
 
 	// A plain pod in the same profile is scheduled regardless.
-	plain := gangPod(test, ns, "", "plain", 1)
+	plain := gangPod(test, ns, "", "plain")
 	plain.Labels["group"] = "plain"
 	createPods(t, plain)
 	waitBound(t, ns, "plain", 1, 30*time.Second)

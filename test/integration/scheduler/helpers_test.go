@@ -210,9 +210,9 @@ func hardTier(tier int) *schedulingv1beta1.NetworkTopologySpec {
 	return &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(tier)}
 }
 
-// gangPod returns a pod of group asking for gpus GPUs, restricted to the test's nodes.
-func gangPod(test, ns, group, name string, gpus int64) *corev1.Pod {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
+// gangPod returns a pod of group asking for one GPU, restricted to the test's nodes.
+func gangPod(test, ns, group, name string) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: resource.MustParse("1")}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"group": group}},
 		Spec: corev1.PodSpec{
@@ -242,7 +242,7 @@ func createPods(t *testing.T, pods ...*corev1.Pod) {
 func gangPods(test, ns, group string, n int) []*corev1.Pod {
 	out := make([]*corev1.Pod, n)
 	for i := range out {
-		out[i] = gangPod(test, ns, group, fmt.Sprintf("%s-%03d", group, i), 1)
+		out[i] = gangPod(test, ns, group, fmt.Sprintf("%s-%03d", group, i))
 	}
 	return out
 }
@@ -333,6 +333,7 @@ func waitPodMessage(t *testing.T, ns, group string, fragments ...string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=" + group})
 		if err != nil {
+			t.Logf("listing pods of %s (will retry): %v", group, err)
 			return false, nil
 		}
 		for _, p := range l.Items {
@@ -356,6 +357,7 @@ func waitEvent(t *testing.T, ns, pg, reason string, fragments ...string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			t.Logf("listing events in %s (will retry): %v", ns, err)
 			return false, nil
 		}
 		notes = notes[:0]

@@ -68,7 +68,11 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "removing %s: %v\n", dir, err)
+		}
+	}()
 
 	// Scheduler logs go to a file (its tail is printed when a test fails); HB_SCHEDULER_LOG=stderr keeps them.
 	if os.Getenv("HB_SCHEDULER_LOG") != "stderr" {
@@ -77,7 +81,11 @@ func run(m *testing.M) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		defer f.Close()
+		defer func() {
+			if err := f.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "closing scheduler log: %v\n", err)
+			}
+		}()
 		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 		klog.InitFlags(fs)
 		_ = fs.Set("logtostderr", "false")
