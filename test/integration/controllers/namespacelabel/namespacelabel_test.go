@@ -2,7 +2,6 @@ package namespacelabel
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,13 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
@@ -24,28 +21,9 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err == nil {
-		err = namespacelabel.NewReconciler(mgr, "hyperbatch-system").SetupWithManager(mgr)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "setting up manager: %v\n", err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	code := m.Run()
-	cancel()
-	<-done
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(framework.RunControllerMain(m, &env, func(mgr manager.Manager) error {
+		return namespacelabel.NewReconciler(mgr, "hyperbatch-system").SetupWithManager(mgr)
+	}))
 }
 
 func labelOf(ctx context.Context, name string) (string, bool, error) {
