@@ -6,8 +6,12 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // The hot path: one CREATE that fills every default, and one that finds nothing to do.
@@ -34,6 +38,74 @@ func BenchmarkValidateVolcanoJobCreate(b *testing.B) {
 	for b.Loop() {
 		if resp := h.Handle(context.Background(), req); !resp.Allowed {
 			b.Fatal("denied")
+		}
+	}
+}
+
+// benchPolicy and benchNamespace mirror bench/webhook: queue, priorityClassName and schedulerName
+// defaults, a namespace the policy governs.
+func benchDeps(b *testing.B) *deps {
+	pol := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "bench"}},
+		Defaults:          hbv1.PolicyDefaults{Queue: "bench", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler"},
+		AllowedQueues:     []string{"bench"},
+	}}
+	ns := namespace("bench", map[string]string{"team": "bench", corev1.LabelMetadataName: "bench"}, nil)
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000}
+	d := testDeps(b, pol, ns, pc)
+	d.reader = cacheReader{Reader: d.reader, ns: ns, pc: pc}
+	return d
+}
+
+// cacheReader answers Gets as the manager's informer cache does, with a deep copy of the stored
+// object; the fake client's Gets cost far more than the cache's and would swamp the handler.
+type cacheReader struct {
+	client.Reader
+	ns *corev1.Namespace
+	pc *schedulingv1.PriorityClass
+}
+
+func (r cacheReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		if key.Name == r.ns.Name {
+			r.ns.DeepCopyInto(o)
+			return nil
+		}
+	case *schedulingv1.PriorityClass:
+		if key.Name == r.pc.Name {
+			r.pc.DeepCopyInto(o)
+			return nil
+		}
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func benchPodSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}
+}
+
+func BenchmarkMutatePodCreate(b *testing.B) {
+	h := benchDeps(b).podMutator()
+	req := request(b, KindPod, admissionv1.Create, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "bench"},
+		Spec: benchPodSpec()}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := h.Handle(context.Background(), req); len(resp.Patches) == 0 {
+			b.Fatal("no patch")
+		}
+	}
+}
+
+func BenchmarkMutateVolcanoJobCreateBench(b *testing.B) {
+	h := benchDeps(b).volcanoJobMutator()
+	req := request(b, KindVolcanoJob, admissionv1.Create, &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "bench"},
+		Spec: batchv1alpha1.JobSpec{MinAvailable: 8, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 8,
+			Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}}}}}, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := h.Handle(context.Background(), req); len(resp.Patches) == 0 {
+			b.Fatal("no patch")
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The defaults engine reports the fields it filled as paths such as "spec.queue",
@@ -82,10 +83,23 @@ func toJSONMap(v any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if raw[0] == '{' { // json.Marshal writes valid JSON
+		t := jsonTree{data: raw}
+		return t.value().(map[string]any), nil
+	}
 	return decodeJSONMap(raw)
 }
 
+// decodeJSONMap decodes a JSON object as encoding/json's Decoder with UseNumber does. Valid objects,
+// which is every request that got this far, take a direct parser (jsonTree) that builds the same
+// tree several times faster; anything else gets encoding/json's own answer and error.
 func decodeJSONMap(raw []byte) (map[string]any, error) {
+	if json.Valid(raw) {
+		t := jsonTree{data: raw}
+		if m, ok := t.value().(map[string]any); ok {
+			return m, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
@@ -96,6 +110,95 @@ func decodeJSONMap(raw []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	return m, nil
+}
+
+// jsonTree reads JSON that json.Valid accepted into the tree encoding/json builds for an `any` with
+// UseNumber: map[string]any, []any (never nil), string, json.Number, bool and nil. Strings holding
+// escapes or non-ASCII bytes are unquoted by encoding/json itself.
+type jsonTree struct {
+	data []byte
+	pos  int
+}
+
+func (t *jsonTree) value() any {
+	t.skipSpace()
+	switch t.data[t.pos] {
+	case '{':
+		m := map[string]any{}
+		t.pos++
+		for t.skipSpace(); t.data[t.pos] != '}'; t.skipSpace() {
+			k := t.string()
+			t.skipSpace()
+			t.pos++ // ':'
+			m[k] = t.value()
+			t.skipSpace()
+			if t.data[t.pos] == ',' {
+				t.pos++
+			}
+		}
+		t.pos++
+		return m
+	case '[':
+		l := make([]any, 0)
+		t.pos++
+		for t.skipSpace(); t.data[t.pos] != ']'; t.skipSpace() {
+			l = append(l, t.value())
+			t.skipSpace()
+			if t.data[t.pos] == ',' {
+				t.pos++
+			}
+		}
+		t.pos++
+		return l
+	case '"':
+		return t.string()
+	case 't':
+		t.pos += len("true")
+		return true
+	case 'f':
+		t.pos += len("false")
+		return false
+	case 'n':
+		t.pos += len("null")
+		return nil
+	}
+	start := t.pos
+	for t.pos < len(t.data) && strings.IndexByte("+-.0123456789eE", t.data[t.pos]) >= 0 {
+		t.pos++
+	}
+	return json.Number(t.data[start:t.pos])
+}
+
+func (t *jsonTree) string() string {
+	start := t.pos
+	plain := true
+	for t.pos++; t.data[t.pos] != '"'; t.pos++ {
+		switch c := t.data[t.pos]; {
+		case c == '\\':
+			plain = false
+			t.pos++ // the escaped byte, which may be '"'
+		case c >= utf8.RuneSelf:
+			plain = false
+		}
+	}
+	t.pos++
+	if plain {
+		return string(t.data[start+1 : t.pos-1])
+	}
+	var s string
+	_ = json.Unmarshal(t.data[start:t.pos], &s) // valid, so it cannot fail
+	return s
+}
+
+func (t *jsonTree) skipSpace() {
+	for t.pos < len(t.data) {
+		switch t.data[t.pos] {
+		case ' ', '\t', '\n', '\r':
+			t.pos++
+		default:
+			return
+		}
+	}
 }
 
 // lookup returns the value at steps.

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,9 +47,8 @@ func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admissio
 }
 
 func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
-	log := logf.FromContext(ctx).WithValues("webhook", "mutating", "kind", m.kind, "operation", req.Operation, "dryRun", isDryRun(req))
 	if err := checkKind(req, m.gvk); err != nil {
-		log.Info("rejecting malformed request", "error", err.Error())
+		m.log(ctx, req).Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
@@ -55,14 +56,14 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 	}
 	obj := m.newObj()
 	if err := m.decoder.Decode(req, obj); err != nil {
-		log.Info("rejecting undecodable object", "error", err.Error())
+		m.log(ctx, req).Info("rejecting undecodable object", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
 	}
 	var old T
 	if req.Operation == admissionv1.Update {
 		old = m.newObj()
 		if err := m.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			log.Info("rejecting undecodable old object", "error", err.Error())
+			m.log(ctx, req).Info("rejecting undecodable old object", "error", err.Error())
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
 		}
 		if obj.GetDeletionTimestamp() != nil {
@@ -71,60 +72,71 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 	}
 	ns, err := m.namespace(ctx, req.Namespace)
 	if err != nil {
-		log.Error(err, "namespace lookup failed")
+		m.log(ctx, req).Error(err, "namespace lookup failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	pols, err := m.policies.get(ctx)
 	if err != nil {
-		log.Error(err, "policy lookup failed")
+		m.log(ctx, req).Error(err, "policy lookup failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	if req.Operation == admissionv1.Update {
-		return m.update(ctx, log, req, obj, old, ns, pols)
+		return m.update(ctx, req, obj, old, ns, pols)
 	}
-	return m.create(ctx, log, req, obj, ns, pols)
+	return m.create(ctx, req, obj, ns, pols)
 }
 
-func (m *mutator[T]) create(ctx context.Context, log logr.Logger, req admission.Request, obj T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
+// log is the request's logger with this handler's values. It is built only where something is
+// logged: adding the values costs more than most of a request's work.
+func (m *mutator[T]) log(ctx context.Context, req admission.Request) logr.Logger {
+	return logf.FromContext(ctx).WithValues("webhook", "mutating", "kind", m.kind, "operation", req.Operation, "dryRun", isDryRun(req))
+}
+
+// debug logs at verbosity v when that level is enabled.
+func (m *mutator[T]) debug(ctx context.Context, req admission.Request, v int, msg string, keysAndValues ...any) {
+	if logf.FromContext(ctx).V(v).Enabled() {
+		m.log(ctx, req).V(v).Info(msg, keysAndValues...)
+	}
+}
+
+func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
 	out := obj.DeepCopyObject().(T)
 	res := m.apply(out, ns, pols)
 	if !res.Changed() {
-		log.V(2).Info("nothing to default", "policy", res.Policy)
+		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy)
 		return admission.Allowed(""), resultAllowed
 	}
 	var note string
 	if m.finish != nil {
 		n, deny, err := m.finish(ctx, out, ns, res)
 		if err != nil {
-			log.Error(err, "finishing defaults failed")
+			m.log(ctx, req).Error(err, "finishing defaults failed")
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 		}
 		if len(deny) > 0 {
-			log.Info("denied", "policy", res.Policy, "reason", deny.ToAggregate().Error())
+			m.log(ctx, req).Info("denied", "policy", res.Policy, "reason", deny.ToAggregate().Error())
 			return invalid(m.gvk, nameOf(obj), deny), resultDenied
 		}
 		note = n
 	}
-	patched, err := patchRaw(req.Object.Raw, obj, out)
+	patched, patch, err := patchRaw(req.Object.Raw, obj, out)
 	if err != nil {
-		log.Error(err, "building the patch failed")
+		m.log(ctx, req).Error(err, "building the patch failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
 	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
-	if !resp.Allowed {
-		return resp, resultError
+	resp := patchResponse(patch)
+	// The engine's own account of this call names the sources the warning gives. The result's
+	// defaulted-by has the object's history merged in; when there is history, run the engine again
+	// on a copy without it, so the warning names only the sources this request used. Without
+	// history that run would repeat the first one exactly.
+	defaultedBy := res.DefaultedBy
+	if _, hadHistory := obj.GetAnnotations()[defaults.DefaultedByAnnotation]; hadHistory {
+		fresh := obj.DeepCopyObject().(T)
+		withoutDefaultedBy(fresh)
+		defaultedBy = m.apply(fresh, ns, pols).DefaultedBy
 	}
-	// The engine's own account of this call: run it again on a copy without the history annotation,
-	// so the warning names only the sources this request used.
-	fresh := obj.DeepCopyObject().(T)
-	withoutDefaultedBy(fresh)
-	sources := parseSources(m.apply(fresh, ns, pols).DefaultedBy)
-	after, err := decodeJSONMap(patched)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err), resultError
-	}
-	warning := defaultedWarning(res.Fields, after, sources, note)
-	log.V(1).Info("defaulted", "policy", res.Policy, "fields", res.Fields, "defaultedBy", res.DefaultedBy)
+	warning := defaultedWarning(res.Fields, patched, parseSources(defaultedBy), note)
+	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Fields, "defaultedBy", res.DefaultedBy)
 	return resp.WithWarnings(warning), resultPatched
 }
 
@@ -134,7 +146,7 @@ func (m *mutator[T]) create(ctx context.Context, log logr.Logger, req admission.
 // replace, an edit) and gets its old value back. Nothing the old object lacked is introduced on
 // UPDATE, so a changed policy never rewrites a running workload, and upstream immutability rules
 // (Volcano Job spec, JobSet replicatedJobs) never see a change the user did not make.
-func (m *mutator[T]) update(ctx context.Context, log logr.Logger, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
+func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
 	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fields
 	wasUnset := map[string]bool{}
 	for _, p := range m.apply(old.DeepCopyObject().(T), ns, pols).Fields {
@@ -144,6 +156,7 @@ func (m *mutator[T]) update(ctx context.Context, log logr.Logger, req admission.
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
 	}
+	unchanged := runtime.DeepCopyJSON(newRaw)
 	oldRaw, err := decodeJSONMap(req.OldObject.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
@@ -173,57 +186,52 @@ func (m *mutator[T]) update(ctx context.Context, log logr.Logger, req admission.
 			set(newRaw, defaultedBy, prev)
 		}
 	}
-	patched, err := json.Marshal(newRaw)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err), resultError
-	}
-	resp := admission.PatchResponseFromRaw(req.Object.Raw, patched)
-	switch {
-	case !resp.Allowed:
-		return resp, resultError
-	case len(resp.Patches) == 0:
+	resp := patchResponse(jsonPatch(unchanged, newRaw))
+	if len(resp.Patches) == 0 {
 		return resp, resultAllowed
 	}
 	// No warning: nothing changes from the user's point of view, and a warning on every re-apply of
 	// an unchanged manifest would be noise.
-	log.V(1).Info("kept defaults the update dropped", "fields", kept)
+	m.debug(ctx, req, 1, "kept defaults the update dropped", "fields", kept)
 	return resp, resultPatched
 }
 
 // patchRaw applies to the request's raw object every change between two renderings of the typed
-// object, before and after defaulting. Diffing the renderings (not raw against the rendering) keeps
-// fields the Go types do not know (a newer CRD than our API module) and never adds the zero values
-// a typed rendering writes; applying the changes to raw creates the parents raw lacks.
-func patchRaw(raw []byte, before, after any) ([]byte, error) {
-	dst, err := decodeJSONMap(raw)
+// object, before and after defaulting, and returns the patched object (a JSON tree) and the JSON
+// patch from raw to it. Diffing the renderings (not raw against the rendering) keeps fields the Go
+// types do not know (a newer CRD than our API module) and never adds the zero values a typed
+// rendering writes; applying the changes to raw creates the parents raw lacks.
+func patchRaw(raw []byte, before, after any) (map[string]any, []jsonpatch.JsonPatchOperation, error) {
+	orig, err := decodeJSONMap(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b, err := toJSONMap(before)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a, err := toJSONMap(after)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	mergeChanges(dst, b, a, nil)
-	return json.Marshal(dst)
+	dst := runtime.DeepCopyJSON(orig)
+	mergeChanges(dst, b, a, make([]step, 0, 8))
+	return dst, jsonPatch(orig, dst), nil
 }
 
 // mergeChanges writes into dst, at the same paths, every difference between before and after.
+// Maps and equally long lists are compared member by member, so only the changed leaves (or the
+// smallest changed subtree dst cannot descend into) are written.
 func mergeChanges(dst map[string]any, before, after any, at []step) {
-	if reflect.DeepEqual(before, after) {
-		return
-	}
 	switch a := after.(type) {
 	case map[string]any:
 		b, ok := before.(map[string]any)
 		if !ok || len(at) > 0 && !isMapAt(dst, at) {
 			break
 		}
+		p, last := withStep(at)
 		for k, av := range a {
-			p := appendStep(at, step{key: k})
+			p[last] = step{key: k}
 			if bv, ok := b[k]; ok {
 				mergeChanges(dst, bv, av, p)
 			} else {
@@ -232,7 +240,8 @@ func mergeChanges(dst map[string]any, before, after any, at []step) {
 		}
 		for k := range b {
 			if _, ok := a[k]; !ok {
-				remove(dst, appendStep(at, step{key: k}))
+				p[last] = step{key: k}
+				remove(dst, p)
 			}
 		}
 		return
@@ -243,12 +252,14 @@ func mergeChanges(dst map[string]any, before, after any, at []step) {
 		if !ok || !dok || len(b) != len(a) || len(dl) != len(a) {
 			break
 		}
+		p, last := withStep(at)
 		for i := range a {
-			mergeChanges(dst, b[i], a[i], appendStep(at, step{bracket: true, isIndex: true, index: i}))
+			p[last] = step{bracket: true, isIndex: true, index: i}
+			mergeChanges(dst, b[i], a[i], p)
 		}
 		return
 	}
-	if len(at) == 0 {
+	if len(at) == 0 || equalJSON(before, after) {
 		return
 	}
 	if after == nil {
@@ -258,6 +269,33 @@ func mergeChanges(dst map[string]any, before, after any, at []step) {
 	set(dst, at, after)
 }
 
+// withStep returns at with room for one more step, at index last. Each member of a map or list
+// overwrites that step in turn: a path is only read during the call it is passed to, so the
+// recursion shares one backing array instead of copying the path for every member.
+func withStep(at []step) (p []step, last int) {
+	at = append(at, step{})
+	return at, len(at) - 1
+}
+
+// equalJSON reports whether two JSON trees are equal (reflect.DeepEqual, with the scalars compared
+// directly).
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 func isMapAt(root map[string]any, at []step) bool {
 	v, ok := lookup(root, at)
 	if !ok {
@@ -265,12 +303,6 @@ func isMapAt(root map[string]any, at []step) bool {
 	}
 	_, isMap := v.(map[string]any)
 	return isMap
-}
-
-func appendStep(at []step, s step) []step {
-	out := make([]step, len(at), len(at)+1)
-	copy(out, at)
-	return append(out, s)
 }
 
 func remove(root map[string]any, steps []step) {

@@ -32,7 +32,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,7 +106,7 @@ func review(b *testing.B, obj any, gvk metav1.GroupVersionKind, resource metav1.
 		b.Fatal(err)
 	}
 	r := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: types.UID(uuid.NewUUID()), Kind: gvk, Resource: resource,
+		Request: &admissionv1.AdmissionRequest{UID: uuid.NewUUID(), Kind: gvk, Resource: resource,
 			Namespace: benchNS, Operation: admissionv1.Create, Object: runtimeRaw(raw)}}
 	out, err := json.Marshal(r)
 	if err != nil {

@@ -1,0 +1,100 @@
+package webhook
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// patchResponse admits with the JSON patch ops, as admission.PatchResponseFromRaw does.
+func patchResponse(ops []jsonpatch.JsonPatchOperation) admission.Response {
+	resp := admission.Response{Patches: ops, AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if len(ops) > 0 {
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.PatchType = &pt
+	}
+	return resp
+}
+
+// jsonPatch returns the RFC 6902 operations that turn the JSON tree from into to. It is the diff
+// admission.PatchResponseFromRaw computes (gomodules.xyz/jsonpatch's CreatePatch), run on trees the
+// handler has already decoded instead of on their encodings: a member only in to is added whole, a
+// member only in from is removed, values of different types are replaced, objects are compared
+// member by member, lists element by element (the extra tail removed from the end or added).
+func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
+	ops := []jsonpatch.JsonPatchOperation{} // never nil, as CreatePatch
+	var path []string
+	var diff func(a, b any)
+	emit := func(op string, value any) {
+		ops = append(ops, jsonpatch.NewOperation(op, pointer(path), value))
+	}
+	diff = func(a, b any) {
+		if a == nil && b == nil {
+			return
+		}
+		if reflect.TypeOf(a) != reflect.TypeOf(b) {
+			emit("replace", b)
+			return
+		}
+		switch at := a.(type) {
+		case map[string]any:
+			bt := b.(map[string]any)
+			for k, bv := range bt {
+				path = append(path, k)
+				if av, ok := at[k]; ok {
+					diff(av, bv)
+				} else {
+					emit("add", bv)
+				}
+				path = path[:len(path)-1]
+			}
+			for k := range at {
+				if _, ok := bt[k]; !ok {
+					path = append(path, k)
+					emit("remove", nil)
+					path = path[:len(path)-1]
+				}
+			}
+		case []any:
+			bt := b.([]any)
+			n := min(len(at), len(bt))
+			for i := len(at) - 1; i >= n; i-- {
+				path = append(path, strconv.Itoa(i))
+				emit("remove", nil)
+				path = path[:len(path)-1]
+			}
+			for i := n; i < len(bt); i++ {
+				path = append(path, strconv.Itoa(i))
+				emit("add", bt[i])
+				path = path[:len(path)-1]
+			}
+			for i := 0; i < n; i++ {
+				path = append(path, strconv.Itoa(i))
+				diff(at[i], bt[i])
+				path = path[:len(path)-1]
+			}
+		default: // string, json.Number, bool: comparable
+			if a != b {
+				emit("replace", b)
+			}
+		}
+	}
+	diff(from, to)
+	return ops
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// pointer is the JSON pointer (RFC 6901) of a path of member names and list indexes.
+func pointer(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		b.WriteByte('/')
+		_, _ = pointerEscaper.WriteString(&b, p) // a strings.Builder does not fail
+	}
+	return b.String()
+}
