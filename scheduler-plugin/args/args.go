@@ -42,7 +42,9 @@ const (
 	DefaultLocalityWeight       int32 = 2
 	DefaultLeafFillWeight       int32 = 1
 	// MaxPermitTimeoutSeconds bounds how long reserved resources may be held for an incomplete gang.
-	MaxPermitTimeoutSeconds int32 = 3600
+	// It is kube-scheduler's own cap on a Permit wait (15 minutes, framework runtime maxTimeout): a
+	// longer value would be cut to 15 minutes silently.
+	MaxPermitTimeoutSeconds int32 = 900
 	MaxWeight               int32 = 100
 )
 
@@ -51,7 +53,8 @@ type HyperTopologyArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
 	// PermitTimeoutSeconds is how long a gang's reserved pods wait at Permit for the rest of the gang
-	// (minMember pods) before all of them are released. Default 60.
+	// (minMember pods) before all of them are released. Default 60, at most 900 (kube-scheduler's
+	// limit on a Permit wait).
 	PermitTimeoutSeconds *int32 `json:"permitTimeoutSeconds,omitempty"`
 	// MaxCandidatesPerTier bounds how many HyperNodes of one tier get a detailed packing check when the
 	// gang's pods differ in size (identical pods need none). Default 64.
@@ -121,7 +124,7 @@ func SetDefaults(a *HyperTopologyArgs) {
 func Validate(path *field.Path, a *HyperTopologyArgs) error {
 	var errs field.ErrorList
 	if a.PermitTimeoutSeconds == nil || *a.PermitTimeoutSeconds < 1 || *a.PermitTimeoutSeconds > MaxPermitTimeoutSeconds {
-		errs = append(errs, field.Invalid(path.Child("permitTimeoutSeconds"), deref(a.PermitTimeoutSeconds), fmt.Sprintf("must be between 1 and %d", MaxPermitTimeoutSeconds)))
+		errs = append(errs, field.Invalid(path.Child("permitTimeoutSeconds"), deref(a.PermitTimeoutSeconds), fmt.Sprintf("must be between 1 and %d (kube-scheduler caps a Permit wait at 15 minutes)", MaxPermitTimeoutSeconds)))
 	}
 	if a.MaxCandidatesPerTier == nil || *a.MaxCandidatesPerTier < 1 {
 		errs = append(errs, field.Invalid(path.Child("maxCandidatesPerTier"), deref(a.MaxCandidatesPerTier), "must be at least 1"))

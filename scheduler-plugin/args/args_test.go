@@ -170,6 +170,7 @@ func TestFromObject(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"permitTimeoutSeconds": 0}`:         "permitTimeoutSeconds",
 		`{"permitTimeoutSeconds": 4000}`:      "permitTimeoutSeconds",
+		`{"permitTimeoutSeconds": 901}`:       "caps a Permit wait at 15 minutes",
 		`{"maxCandidatesPerTier": 0}`:         "maxCandidatesPerTier",
 		`{"scoreWeights": {"locality": -1}}`:  "scoreWeights.locality",
 		`{"scoreWeights": {"leafFill": 101}}`: "scoreWeights.leafFill",
@@ -179,6 +180,10 @@ func TestFromObject(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("FromObject(%s) err = %v, want mention of %q", raw, err, want)
 		}
+	}
+	// kube-scheduler's maximum Permit wait is accepted.
+	if a, err := FromObject(&k8sruntime.Unknown{Raw: []byte(`{"permitTimeoutSeconds": 900}`)}); err != nil || *a.PermitTimeoutSeconds != 900 {
+		t.Errorf("permitTimeoutSeconds 900: %v", err)
 	}
 	if err := Validate(field.NewPath("x"), &HyperTopologyArgs{}); err == nil {
 		t.Errorf("undefaulted args validated")

@@ -31,6 +31,11 @@ type Demand struct {
 	// Min is an aggregate floor the chosen domain's free capacity must also cover (the PodGroup's
 	// minResources less what its placed pods use); nil for none.
 	Min corev1.ResourceList
+	// Eligible, when set, holds one node predicate per entry of Pods (a nil predicate accepts every
+	// node). It is for gangs whose pods differ in node constraints (nodeSelector, node affinity,
+	// tolerations): each pod is then packed only onto nodes it may use, and a node counts for the
+	// domain's room when some pod may use it. Request.Eligible still applies to every pod.
+	Eligible []func(*corev1.Node) bool
 }
 
 // Freed is capacity that would become free on a node (reserved pods of another gang, released).
@@ -129,6 +134,11 @@ func newProblem(d Demand) *problem {
 				p.slot[j] = min(p.slot[j], v[j])
 			}
 		}
+	}
+	if len(d.Eligible) > 0 {
+		// Rooms count nodes any pod may use: only a packing check that honours each pod's own
+		// predicate is exact.
+		p.homog = false
 	}
 	if !p.homog {
 		p.total = sum
@@ -231,11 +241,21 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 		podsFree = make([]int64, len(nodes))
 		nodeIdx = make(map[string]int, len(nodes))
 	}
+	// podOK[i][pi] says whether pod pi may use node i; nil when every pod shares req.Eligible.
+	var podOK [][]bool
+	if len(req.Demand.Eligible) > 0 {
+		podOK = make([][]bool, len(nodes))
+	}
 	buf := make(vector, k)
 	for i, ni := range nodes {
 		node := ni.Node()
 		if node == nil || (req.Eligible != nil && !req.Eligible(node)) {
 			continue
+		}
+		if podOK != nil {
+			if podOK[i] = eligiblePods(req.Demand.Eligible, len(p.pods), node); podOK[i] == nil {
+				continue // no pod of the gang may use this node
+			}
 		}
 		var extra *Freed
 		if f, ok := req.Freed[node.Name]; ok {
@@ -295,7 +315,7 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 				}
 			})
 		}
-		return pack(p, members, freeAll, podsFree)
+		return pack(p, members, freeAll, podsFree, podOK)
 	}
 	choose := func(h *topology.HyperNode) *Choice {
 		c := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(need), Room: int(rooms[h.Index]), Evaluated: evaluated}
@@ -431,8 +451,24 @@ func display(h *topology.HyperNode) string {
 	return "HyperNode " + h.Name
 }
 
-// pack places every pod on the member nodes, first-fit by decreasing size.
-func pack(p *problem, members []int, freeAll, podsFree []int64) bool {
+// eligiblePods says, per pod, whether it may use the node (a missing or nil predicate accepts it);
+// nil when no pod may.
+func eligiblePods(preds []func(*corev1.Node) bool, pods int, node *corev1.Node) []bool {
+	ok := make([]bool, pods)
+	some := false
+	for pi := range ok {
+		ok[pi] = pi >= len(preds) || preds[pi] == nil || preds[pi](node)
+		some = some || ok[pi]
+	}
+	if !some {
+		return nil
+	}
+	return ok
+}
+
+// pack places every pod on the member nodes, first-fit by decreasing size. podOK (nil: every pod
+// may use every node) is indexed by node index, then pod.
+func pack(p *problem, members []int, freeAll, podsFree []int64, podOK [][]bool) bool {
 	k := len(p.names)
 	sort.Ints(members)
 	free := make([]int64, len(members)*k)
@@ -455,8 +491,8 @@ func pack(p *problem, members []int, freeAll, podsFree []int64) bool {
 	for _, pi := range order {
 		v := p.pods[pi]
 		placed := false
-		for j := range members {
-			if slots[j] <= 0 {
+		for j, i := range members {
+			if slots[j] <= 0 || (podOK != nil && !podOK[i][pi]) {
 				continue
 			}
 			f := free[j*k : (j+1)*k]

@@ -18,6 +18,9 @@ type Tracker struct {
 type Assumed struct {
 	Pod  *corev1.Pod
 	Node string
+	// Allowed is set once Permit let the pod through to binding: it no longer waits, yet still
+	// holds its node until it is bound (or Unreserve forgets it).
+	Allowed bool
 }
 
 // NewTracker returns an empty tracker.
@@ -33,6 +36,16 @@ func (t *Tracker) Assume(key Key, pod *corev1.Pod, node string) {
 		t.assumed[key] = m
 	}
 	m[pod.UID] = Assumed{Pod: pod, Node: node}
+}
+
+// MarkAllowed records that Permit let the reserved pod bind (no-op if it is not reserved).
+func (t *Tracker) MarkAllowed(key Key, uid types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a, ok := t.assumed[key][uid]; ok {
+		a.Allowed = true
+		t.assumed[key][uid] = a
+	}
 }
 
 // Forget drops a reservation (unreserved, bound or deleted pod).

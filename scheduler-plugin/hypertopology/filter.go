@@ -2,6 +2,7 @@ package hypertopology
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -125,7 +126,6 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 // reservations would give back (PostFilter's what-if), nil otherwise.
 func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod, nodes []fwk.NodeInfo, freed map[string]domain.Freed) (*domain.Choice, gang.Limit, error) {
 	req := domain.Request{
-		Eligible:             eligibleFor(pod),
 		Freed:                freed,
 		MaxCandidatesPerTier: int(*p.args.MaxCandidatesPerTier),
 	}
@@ -150,6 +150,10 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 	}
 	sort.Strings(req.Placed)
 	req.Demand = p.demand(pod, spec, members, placed)
+	if req.Demand.Eligible == nil {
+		// Every pod to place has the current pod's node constraints.
+		req.Eligible = eligibleFor(pod)
+	}
 	c, err := domain.Choose(t, nodes, req)
 	return c, limit, err
 }
@@ -169,12 +173,27 @@ func (p *Plugin) demand(pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod,
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	pending = append(pending, others...)
 	d := domain.Demand{}
+	var srcs []*corev1.Pod
 	for i := 0; i < need; i++ {
 		src := pod
 		if i < len(pending) {
 			src = pending[i]
 		}
+		srcs = append(srcs, src)
 		d.Pods = append(d.Pods, resourcehelper.PodRequests(src, resourcehelper.PodResourcesOptions{}))
+	}
+	// Members with node constraints other than the current pod's get their own eligibility, so the
+	// domain is chosen where each of them can run (sizing it by the current pod's constraints alone
+	// could pick a domain the others never fit, over and over).
+	mine := nodeConstraints(pod)
+	for _, src := range srcs {
+		if nodeConstraints(src) != mine {
+			d.Eligible = make([]func(*corev1.Node) bool, len(srcs))
+			for i, src := range srcs {
+				d.Eligible[i] = eligibleFor(src)
+			}
+			break
+		}
 	}
 	if len(spec.MinResources) > 0 {
 		left := spec.MinResources.DeepCopy()
@@ -206,6 +225,24 @@ func (p *Plugin) demand(pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod,
 		d.Min = left
 	}
 	return d
+}
+
+// nodeConstraints renders what eligibleFor looks at (nodeSelector, required node affinity,
+// tolerations), to tell whether two pods may use the same nodes.
+func nodeConstraints(pod *corev1.Pod) string {
+	var required *corev1.NodeSelector
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	b, err := json.Marshal(struct {
+		Selector    map[string]string
+		Required    *corev1.NodeSelector
+		Tolerations []corev1.Toleration
+	}{pod.Spec.NodeSelector, required, pod.Spec.Tolerations})
+	if err != nil {
+		return string(pod.UID) // cannot happen for these types; then treat the pod as distinct
+	}
+	return string(b)
 }
 
 // eligibleFor mirrors the scheduler's cheap node-level filters (cordon, NoSchedule/NoExecute taints,
@@ -359,9 +396,16 @@ func (p *Plugin) releaseYounger(ctx context.Context, pod *corev1.Pod, spec *gang
 		}
 		victims = append(victims, k.String())
 		msg := fmt.Sprintf("gang %s released its reservations for older gang %s, which needs %s", k, spec.Key, domainName(choice))
+		// Under the victim's gang lock, like every rejection (see Permit); only the pods seen
+		// waiting above are rejected, and their reservations are forgotten
+		// before unlocking.
+		unlock := p.lockGang(k)
 		for _, wp := range wps {
 			wp.Reject(Name, msg)
+			p.tracker.Forget(k, wp.GetPod().UID)
+			p.noteReleased(wp.GetPod().UID)
 		}
+		unlock()
 		if pg, err := p.pgLister.PodGroups(k.Namespace).Get(k.Name); err == nil {
 			vs := gang.SpecOf(pg, nil)
 			p.events.gang(&vs, nil, corev1.EventTypeWarning, ReasonGangReleased, msg)

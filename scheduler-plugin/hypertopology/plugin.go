@@ -2,8 +2,9 @@
 // of Volcano PodGroups, placed in the lowest-tier HyperNode that holds the whole gang.
 //
 // Extension points:
-//   - QueueSort: priority, then PodGroup creation time, then gang/pod name, so a gang's pods are
-//     popped together. It must be the profile's only QueueSort plugin.
+//   - QueueSort: priority, then the gang's time (PodGroup creation time, fixed once per gang), then
+//     gang/pod name, so a gang's pods are popped together. It must be the profile's only QueueSort
+//     plugin.
 //   - PreFilter: resolves the gang (PodGroup from the pod's scheduling.k8s.io/group-name annotation;
 //     pods without one are skipped), waits until minMember pods exist, chooses the gang's domain once
 //     (cached per PodGroup UID/generation and tree generation) and pins the pod to it through
@@ -63,7 +64,18 @@ type Plugin struct {
 
 	mu    sync.Mutex
 	plans map[gang.Key]*plan
+	// gangLocks (under mu) serialize Permit against rejections, per gang; see lockGang.
+	gangLocks map[gang.Key]*gangLock
+	// released (under mu) holds the UIDs of reservations this plugin gave back, with when, so that
+	// the scheduler's assigned-pod-delete event for them does not requeue the same gang.
+	released map[types.UID]time.Time
+	// queueTimes (under mu) is each gang's QueueSort time, fixed once; see gangQueueTime.
+	queueTimes map[gang.Key]time.Time
 }
+
+// releasedTTL is how long a released reservation is remembered: the scheduler emits its
+// assigned-pod-delete event right after Unreserve, so this only has to outlive that.
+const releasedTTL = time.Minute
 
 var (
 	_ framework.QueueSortPlugin   = &Plugin{}
@@ -297,15 +309,51 @@ func (p *Plugin) waitingByGang() map[gang.Key][]framework.WaitingPod {
 	return out
 }
 
+// noteReleased remembers that the plugin itself gave back the reservation of pod uid.
+func (p *Plugin) noteReleased(uid types.UID) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released == nil {
+		p.released = map[types.UID]time.Time{}
+	}
+	for u, t := range p.released { // keep the set short-lived
+		if now.Sub(t) > releasedTTL {
+			delete(p.released, u)
+		}
+	}
+	p.released[uid] = now
+}
+
+// wasReleased reports whether the plugin recently gave back the reservation of pod uid.
+func (p *Plugin) wasReleased(uid types.UID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.released[uid]
+	return ok && time.Since(t) <= releasedTTL
+}
+
 // rejectWaiting rejects every waiting pod of the gang except skip; it returns how many.
 func (p *Plugin) rejectWaiting(key gang.Key, skip types.UID, msg string) int {
-	n := 0
+	unlock := p.lockGang(key)
+	defer unlock()
+	return p.rejectWaitingLocked(key, skip, msg)
+}
+
+// rejectWaitingLocked is rejectWaiting with the gang lock held by the caller. The rejected pods'
+// reservations are forgotten before the lock is released, so Permit never counts them.
+func (p *Plugin) rejectWaitingLocked(key gang.Key, skip types.UID, msg string) int {
+	var rejected []types.UID
 	p.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
 		pod := wp.GetPod()
 		if k, ok := gang.KeyOf(pod); ok && k == key && pod.UID != skip {
 			wp.Reject(Name, msg)
-			n++
+			rejected = append(rejected, pod.UID)
 		}
 	})
-	return n
+	for _, uid := range rejected {
+		p.tracker.Forget(key, uid)
+		p.noteReleased(uid)
+	}
+	return len(rejected)
 }

@@ -101,7 +101,11 @@ func TestQueueingHints(t *testing.T) {
 			return p.hintPodDelete(logger, gp, bound(pod("x", "other", 0, 1)), nil)
 		}, fwk.Queue},
 		{"assigned plain pod deleted", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, bound(plain), nil) }, fwk.Queue},
-		{"own gang's reservation released", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, bound(pod("y", "g", 0, 1)), nil) }, fwk.QueueSkip},
+		{"own gang's reservation released", func() (fwk.QueueingHint, error) {
+			p.noteReleased("uid-y")
+			return p.hintPodDelete(logger, gp, bound(pod("y", "g", 0, 1)), nil)
+		}, fwk.QueueSkip},
+		{"own gang's bound pod deleted", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, bound(pod("w", "g", 0, 1)), nil) }, fwk.Queue},
 		{"unscheduled pod deleted", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, pod("z", "other", 0, 1), nil) }, fwk.QueueSkip},
 		{"not a gang pod", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, plain, bound(gp), nil) }, fwk.QueueSkip},
 		{"own PodGroup added", func() (fwk.QueueingHint, error) {
@@ -195,5 +199,38 @@ func TestGangOrder(t *testing.T) {
 	old := gangOrder{key: gang.Key{Namespace: "ns", Name: "y"}, priority: 0, created: 0}
 	if !a.before(b) || b.before(a) || !hi.before(a) || !old.before(a) || a.before(a) {
 		t.Fatalf("gang order is wrong")
+	}
+}
+
+// TestLessStableWhenPodGroupAppears: a gang pod's queue order must not change while it is queued
+// when its PodGroup is created (the scheduler's heap would be corrupted), and the gang's time is
+// forgotten with the PodGroup.
+func TestLessStableWhenPodGroupAppears(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := testPlugin(t, nil, nil)
+	pgIdx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	p.pgLister = schedlisters.NewPodGroupLister(pgIdx)
+	gangPod := queued(pod("a", "g", 0, 1), t0.Add(2*time.Hour))
+	sibling := queued(pod("b", "g", 0, 1), t0.Add(4*time.Hour))
+	plain := queued(pod("plain", "", 0, 1), t0.Add(time.Hour))
+	before := p.Less(gangPod, plain)
+	if before {
+		t.Fatal("without a PodGroup the gang counts from its pod's queue time (after the plain pod)")
+	}
+	// The PodGroup appears, created long before both pods were queued.
+	if err := pgIdx.Add(pg("g", t0, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if p.Less(gangPod, plain) != before || p.Less(plain, gangPod) == before {
+		t.Fatal("the gang pod's order changed while it was queued")
+	}
+	// Every pod of the gang shares the gang's time: the sibling is not split off by its own time.
+	if !p.Less(gangPod, sibling) || !p.Less(plain, sibling) {
+		t.Fatal("gang pods are not kept together")
+	}
+	// The time is dropped with the PodGroup; a new one counts from its creation.
+	p.onPodGroupDelete(pg("g", t0, 2))
+	if !p.Less(gangPod, plain) {
+		t.Fatal("after the PodGroup was deleted and re-read, the gang should count from its creation time")
 	}
 }

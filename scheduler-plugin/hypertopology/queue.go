@@ -25,7 +25,7 @@ const (
 	podGroupResource  fwk.EventResource = "podgroups.v1beta1.scheduling.volcano.sh"
 )
 
-// Less orders the queue: higher priority first; then the older gang (PodGroup creation time; a pod
+// Less orders the queue: higher priority first; then the older gang (see gangQueueTime; a pod
 // without a gang counts from its first scheduling attempt); then by gang (or pod) key, so one gang's
 // pods stay together; then by pod name.
 func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
@@ -44,17 +44,49 @@ func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
 	return pa.Name < pb.Name
 }
 
+// queueKey is the pod's sort time and key. A pod's key must not change while it sits in the
+// scheduler's heap, so a gang pod is always keyed by its gang, whether or not the PodGroup exists.
 func (p *Plugin) queueKey(pod *corev1.Pod, qi fwk.QueuedPodInfo) (time.Time, string) {
 	if k, ok := gang.KeyOf(pod); ok {
-		if pg, err := p.pgLister.PodGroups(k.Namespace).Get(k.Name); err == nil {
-			return pg.CreationTimestamp.Time, "g/" + k.String()
-		}
+		return p.gangQueueTime(k, qi), "g/" + k.String()
 	}
-	t := qi.GetTimestamp()
+	return podQueueTime(qi), "p/" + pod.Namespace + "/" + pod.Name
+}
+
+// podQueueTime is when the pod was first tried (or queued, before its first attempt).
+func podQueueTime(qi fwk.QueuedPodInfo) time.Time {
 	if ts := qi.GetInitialAttemptTimestamp(); ts != nil {
-		t = *ts
+		return *ts
 	}
-	return t, "p/" + pod.Namespace + "/" + pod.Name
+	return qi.GetTimestamp()
+}
+
+// gangQueueTime is the gang's sort time, fixed the first time it is asked for: the PodGroup's
+// creation time if the PodGroup exists then, else the asking pod's queue time. It is not updated
+// when the PodGroup appears later (that would reorder pods already in the heap) and is forgotten
+// with the PodGroup.
+func (p *Plugin) gangQueueTime(k gang.Key, qi fwk.QueuedPodInfo) time.Time {
+	p.mu.Lock()
+	t, ok := p.queueTimes[k]
+	p.mu.Unlock()
+	if ok {
+		return t
+	}
+	if pg, err := p.pgLister.PodGroups(k.Namespace).Get(k.Name); err == nil {
+		t = pg.CreationTimestamp.Time
+	} else {
+		t = podQueueTime(qi)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if old, ok := p.queueTimes[k]; ok {
+		return old // another caller stored it first
+	}
+	if p.queueTimes == nil {
+		p.queueTimes = map[gang.Key]time.Time{}
+	}
+	p.queueTimes[k] = t
+	return t
 }
 
 // EventsToRegister lists the events that may make a gang pod this plugin rejected schedulable.
@@ -82,8 +114,10 @@ func (p *Plugin) hintPodDelete(_ klog.Logger, pod *corev1.Pod, oldObj, _ interfa
 	if deleted.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil // an unscheduled pod frees nothing
 	}
-	// A gang releasing its own reservations does not help itself.
-	if k, ok := gang.KeyOf(deleted); ok && k == key {
+	// A gang releasing its own reservations (the scheduler reports a forgotten assumed pod as an
+	// assigned-pod delete) does not help itself. A real deletion of one of its bound pods does: a
+	// replacement pod may now complete the gang.
+	if k, ok := gang.KeyOf(deleted); ok && k == key && p.wasReleased(deleted.UID) {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
@@ -156,6 +190,9 @@ func (p *Plugin) onPodGroupDelete(obj interface{}) {
 		key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
 		p.dropPlan(key)
 		p.events.forget(key)
+		p.mu.Lock()
+		delete(p.queueTimes, key)
+		p.mu.Unlock()
 	}
 }
 
@@ -226,7 +263,10 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 				continue
 			}
 			if pl.root {
-				p.refreshPlan(key, pl, gen, nil)
+				// The root is not a fixed domain: when the tree grows a tier, the root's tier may
+				// now exceed the gang's highestTierAllowed. Drop the plan so the next PreFilter
+				// chooses again, with the limit check (the reservations held stay valid).
+				p.dropPlan(key)
 				continue
 			}
 			h := t.Get(pl.hyper)

@@ -82,7 +82,9 @@ func (p *Plugin) PreScore(ctx context.Context, cs fwk.CycleState, pod *corev1.Po
 				}
 				loc = 100 * (R - r) / R
 			}
-			if rooms != nil && len(cont) > 0 {
+			// rooms belongs to the plan's tree generation; the bound check guards against a plan that
+			// does not match this tree's indexes (an index past the end would panic the scheduler).
+			if rooms != nil && len(cont) > 0 && cont[0].Index < len(rooms) {
 				fill = 100 * min(int64(rooms[cont[0].Index]), need) / need
 			}
 			scores[node.Name] = wl*loc + wf*fill

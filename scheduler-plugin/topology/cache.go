@@ -54,6 +54,9 @@ type Cache struct {
 	generation int64
 	synced     func() bool
 	changed    chan struct{}
+
+	// afterRebuild, when set (tests only), runs in Read after a rebuild, with no lock held.
+	afterRebuild func()
 }
 
 type nodeState struct {

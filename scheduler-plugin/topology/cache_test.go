@@ -462,3 +462,30 @@ func TestNotReadyUntilSynced(t *testing.T) {
 		}
 	})
 }
+
+// TestReadRechecksDirtyAfterRebuild changes the tree between Read's rebuild and its callback: the
+// callback must see the structure of the generation it reports, not the one rebuilt before it.
+func TestReadRechecksDirtyAfterRebuild(t *testing.T) {
+	c := NewCache()
+	c.AddOrUpdateNode(node("n1"))
+	c.AddOrUpdateNode(node("n2"))
+	c.AddOrUpdateHyperNode(hn("a", 1, exact("n1")))
+	once := false
+	c.afterRebuild = func() {
+		if !once {
+			once = true
+			c.AddOrUpdateHyperNode(hn("b", 1, exact("n2"))) // a handler slipping into the window
+		}
+	}
+	c.Read(func(tr Tree) {
+		if tr.Get("b") == nil {
+			t.Fatalf("generation %d reported without HyperNode b: fn ran on the stale structure", tr.Generation())
+		}
+		if got := tr.Len(); got != 2 {
+			t.Fatalf("Len = %d, want 2", got)
+		}
+	})
+	if !once {
+		t.Fatal("hook did not run")
+	}
+}

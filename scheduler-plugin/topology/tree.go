@@ -70,15 +70,23 @@ type Tree struct{ c *Cache }
 
 // Read runs fn with a consistent view of the tree, rebuilding the structure first if HyperNodes
 // changed since the last read.
+//
+// The rebuild needs the write lock, and fn runs under the read lock. Between dropping the one and
+// taking the other an event handler may change the tree again (bumping the generation and marking
+// the structure dirty), so dirty is re-checked every time the read lock is taken: fn never sees a
+// structure older than the generation it reports.
 func (c *Cache) Read(fn func(t Tree)) {
 	c.mu.RLock()
-	if c.dirty {
+	for c.dirty {
 		c.mu.RUnlock()
 		c.mu.Lock()
 		if c.dirty {
 			c.rebuild()
 		}
 		c.mu.Unlock()
+		if c.afterRebuild != nil {
+			c.afterRebuild() // test hook: lets a test change the tree in the window
+		}
 		c.mu.RLock()
 	}
 	defer c.mu.RUnlock()
