@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -116,7 +114,7 @@ func run(m *testing.M) (int, error) {
 // with clientConnection.kubeconfig pointed at the test control plane (as hack/localcluster does).
 func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan struct{}, error) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		return nil, err
 	}
 	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
@@ -166,13 +164,4 @@ func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan s
 		}
 	}()
 	return done, nil
-}
-
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	c := clientcmdapi.NewConfig()
-	c.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	c.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	c.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	c.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*c, path)
 }

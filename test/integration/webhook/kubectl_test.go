@@ -11,8 +11,6 @@ import (
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -105,7 +103,10 @@ func TestKubectlApplyTwice(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(applyManifest), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := writeKubeconfig(t, dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := framework.WriteKubeconfig(env.Config, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
 	kubectl := filepath.Join(framework.RepoRoot(), "bin", "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
 		t.Fatalf("the project's kubectl is missing (run 'make test-tools'): %v", err)
@@ -224,20 +225,4 @@ func checkApplied(t *testing.T, step string) map[string]int64 {
 		}
 	}
 	return gens
-}
-
-// writeKubeconfig writes a kubeconfig for envtest's admin user (the rest.Config the tests use).
-func writeKubeconfig(t *testing.T, dir string) string {
-	t.Helper()
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

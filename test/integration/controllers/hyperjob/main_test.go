@@ -20,8 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -76,7 +74,7 @@ func startGarbageCollector() (func(), error) {
 		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+	if err := framework.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		return nil, err
 	}
 	kcmLog = &bytes.Buffer{}
@@ -111,15 +109,6 @@ func startGarbageCollector() (func(), error) {
 		return nil, fmt.Errorf("%w\nkube-controller-manager output:\n%s", err, tail(kcmLog.String(), 4000))
 	}
 	return stop, nil
-}
-
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // waitForGarbageCollector proves the garbage collector works: a ConfigMap owned by a deleted
