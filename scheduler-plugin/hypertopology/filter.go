@@ -100,6 +100,13 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: the HyperNode tree is not usable: %s", spec.Key, why))
 			return
 		}
+		if spec.Topology != nil && t.Len() == 0 {
+			// No HyperNode is known (none exist yet, or the informer has not delivered them): the
+			// cluster root would be the only domain and a hard limit could not be honoured, so a
+			// topology-constrained gang waits; a HyperNode's arrival requeues it.
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: its networkTopology needs HyperNodes and none exist yet", spec.Key))
+			return
+		}
 		if c := p.getPlan(spec.Key); c != nil && c.pgUID == spec.UID && c.pgGen == spec.Generation && c.treeGen == t.Generation() {
 			out = c
 			return
