@@ -77,7 +77,8 @@ func formatPath(steps []step) string {
 	return b.String()
 }
 
-// toJSONMap renders v as a generic JSON tree, keeping numbers exact.
+// toJSONMap renders v as a generic JSON tree, keeping numbers exact. The handlers render only the
+// changed parts of an object (mergeTypedChanges); this whole rendering is what that is tested against.
 func toJSONMap(v any) (map[string]any, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -200,22 +200,19 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 // object, before and after defaulting, and returns the patched object (a JSON tree) and the JSON
 // patch from raw to it. Diffing the renderings (not raw against the rendering) keeps fields the Go
 // types do not know (a newer CRD than our API module) and never adds the zero values a typed
-// rendering writes; applying the changes to raw creates the parents raw lacks.
+// rendering writes; applying the changes to raw creates the parents raw lacks. Only the parts of
+// the two objects that differ are actually rendered (mergeTypedChanges): the defaults engine changes
+// a handful of fields, and rendering the whole object twice cost more than the rest of the diff.
 func patchRaw(raw []byte, before, after any) (map[string]any, []jsonpatch.JsonPatchOperation, error) {
 	orig, err := decodeJSONMap(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := toJSONMap(before)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := toJSONMap(after)
-	if err != nil {
-		return nil, nil, err
-	}
 	dst := runtime.DeepCopyJSON(orig)
-	mergeChanges(dst, b, a, make([]step, 0, 8))
+	// Exactly what mergeChanges(dst, toJSONMap(before), toJSONMap(after), nil) writes (FuzzTypedChanges).
+	if err := mergeTypedChanges(dst, before, after, make([]step, 0, 8)); err != nil {
+		return nil, nil, err
+	}
 	return dst, jsonPatch(orig, dst), nil
 }
 

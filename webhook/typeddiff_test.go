@@ -1,0 +1,61 @@
+package webhook
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+)
+
+// mergeTypedChanges writes exactly what mergeChanges writes for the two whole renderings, for any
+// pair of objects of one type and any tree it writes into.
+func FuzzTypedChanges(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c"}]}}`),
+		[]byte(`{"metadata":{"name":"p","annotations":{"a":"b"},"creationTimestamp":"2024-01-01T00:00:00Z"},"spec":{"priorityClassName":"x","priority":3,"containers":[{"name":"c","image":"i"}]}}`),
+		[]byte(`{"metadata":{"name":"p","x-unknown":1},"spec":"weird"}`))
+	f.Add(uint8(1), []byte(`{"spec":{"tasks":[{"name":"w","replicas":2}]}}`), []byte(`{"spec":{"queue":"q","tasks":[{"name":"w","replicas":3,"template":{"spec":{"schedulerName":"s"}}}]}}`),
+		[]byte(`{"spec":{"tasks":[{"name":"w"},{"name":"extra"}]}}`))
+	f.Add(uint8(2), []byte(`{"spec":{"replicatedJobs":[{"name":"r"}]}}`), []byte(`{"metadata":{"labels":{"l":"v"}},"spec":{"replicatedJobs":[{"name":"r","replicas":2}],"suspend":true}}`),
+		[]byte(`{"metadata":null}`))
+	f.Fuzz(func(t *testing.T, kind uint8, before, after, raw []byte) {
+		newObj := []func() any{
+			func() any { return &corev1.Pod{} },
+			func() any { return &batchv1alpha1.Job{} },
+			func() any { return &jobsetv1alpha2.JobSet{} },
+		}[int(kind)%3]
+		b, a := newObj(), newObj()
+		if json.Unmarshal(before, b) != nil || json.Unmarshal(after, a) != nil {
+			return
+		}
+		dst1, err := decodeJSONMap(raw)
+		if err != nil {
+			return
+		}
+		dst2 := decodeJSONMapOrFail(t, raw)
+		bm, errB := toJSONMap(b)
+		am, errA := toJSONMap(a)
+		if errB != nil || errA != nil {
+			return
+		}
+		mergeChanges(dst1, bm, am, nil)
+		if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
+			t.Fatalf("mergeTypedChanges: %v", err)
+		}
+		if !reflect.DeepEqual(dst1, dst2) {
+			g1, _ := json.Marshal(dst1)
+			g2, _ := json.Marshal(dst2)
+			t.Fatalf("typed merge differs:\nwhole renderings: %s\ntyped walk:       %s", g1, g2)
+		}
+	})
+}
+
+func decodeJSONMapOrFail(t *testing.T, raw []byte) map[string]any {
+	m, err := decodeJSONMap(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
