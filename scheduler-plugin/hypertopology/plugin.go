@@ -5,6 +5,9 @@
 //   - QueueSort: priority, then the gang's time (PodGroup creation time, fixed once per gang), then
 //     gang/pod name, so a gang's pods are popped together. It must be the profile's only QueueSort
 //     plugin.
+//   - PreEnqueue: keeps a gang pod out of the active queue while fewer than minMember pods of its
+//     gang exist (pods whose PodGroup does not exist yet pass); the member completing the quorum, or
+//     a PodGroup change, activates the gated siblings (see preenqueue.go).
 //   - PreFilter: resolves the gang (PodGroup from the pod's scheduling.k8s.io/group-name annotation;
 //     pods without one are skipped), waits until minMember pods exist, chooses the gang's domain once
 //     (cached per PodGroup UID/generation and tree generation) and pins the pod to it through
@@ -79,6 +82,7 @@ const releasedTTL = time.Minute
 
 var (
 	_ framework.QueueSortPlugin   = &Plugin{}
+	_ framework.PreEnqueuePlugin  = &Plugin{}
 	_ framework.PreFilterPlugin   = &Plugin{}
 	_ framework.FilterPlugin      = &Plugin{}
 	_ framework.PostFilterPlugin  = &Plugin{}
