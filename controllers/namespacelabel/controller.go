@@ -12,15 +12,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 	"github.com/hyperbatch/hyperbatch/webhook"
 	"github.com/hyperbatch/hyperbatch/webhook/defaults"
 )
@@ -48,21 +46,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("namespacelabel").
 		For(&corev1.Namespace{}).
-		Watches(&hbv1.WorkloadPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allNamespaces)).
+		Watches(&hbv1.WorkloadPolicy{}, enqueue.All(r.client, func() client.ObjectList { return &corev1.NamespaceList{} })).
 		Complete(r)
-}
-
-func (r *Reconciler) allNamespaces(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list corev1.NamespaceList
-	if err := r.client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing namespaces after a WorkloadPolicy change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-	}
-	return reqs
 }
 
 // Reconcile adds or removes the label of one namespace.

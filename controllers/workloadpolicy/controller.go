@@ -10,15 +10,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 )
 
 // ConditionReady is the status condition saying the policy is valid and in force.
@@ -41,21 +38,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workloadpolicy").
 		For(&hbv1.WorkloadPolicy{}).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
+		Watches(&corev1.Namespace{}, enqueue.All(r.client, func() client.ObjectList { return &hbv1.WorkloadPolicyList{} })).
 		Complete(r)
-}
-
-func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list hbv1.WorkloadPolicyList
-	if err := r.client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "listing WorkloadPolicies for a namespace change")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-	}
-	return reqs
 }
 
 // Reconcile recomputes one policy's status.
