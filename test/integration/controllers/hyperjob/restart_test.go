@@ -73,7 +73,11 @@ func TestRestartMidSplitConverges(t *testing.T) {
 	// come first), the second while it creates Volcano Jobs; a third finishes.
 	interrupt := func(what string, enough func(jobs, pps int) bool) {
 		t.Helper()
-		stop := startManager(t, testConfig(), ns)
+		// The interrupted managers write at a bounded rate (about 5 s per 1,000 children), so the
+		// test's polling reliably stops them mid-split even on a fast, idle machine.
+		cfg := testConfig()
+		cfg.QPS, cfg.Burst = 200, 200
+		stop := startManager(t, cfg, ns)
 		waitFor(t, 2*time.Minute, what, func(ctx context.Context) (bool, error) {
 			jobs, pps, err := childMeta(ctx, ns)
 			return err == nil && enough(len(jobs), len(pps)), err
