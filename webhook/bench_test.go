@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
@@ -23,7 +24,7 @@ func BenchmarkMutateVolcanoJobCreate(b *testing.B) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}}}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if resp := h.Handle(context.Background(), req); len(resp.Patches) == 0 {
+		if resp := h.Handle(context.Background(), req); len(resp.Patch) == 0 {
 			b.Fatal("no patch")
 		}
 	}
@@ -53,32 +54,19 @@ func benchDeps(b *testing.B) *deps {
 	ns := namespace("bench", map[string]string{"team": "bench", corev1.LabelMetadataName: "bench"}, nil)
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000}
 	d := testDeps(b, pol, ns, pc)
-	d.reader = cacheReader{Reader: d.reader, ns: ns, pc: pc}
+	// Namespaces and PriorityClasses from informer stores, as Setup wires them.
+	d.namespaces, d.priorityClasses = storeWith(b, ns), storeWith(b, pc)
 	return d
 }
 
-// cacheReader answers Gets as the manager's informer cache does, with a deep copy of the stored
-// object; the fake client's Gets cost far more than the cache's and would swamp the handler.
-type cacheReader struct {
-	client.Reader
-	ns *corev1.Namespace
-	pc *schedulingv1.PriorityClass
-}
-
-func (r cacheReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	switch o := obj.(type) {
-	case *corev1.Namespace:
-		if key.Name == r.ns.Name {
-			r.ns.DeepCopyInto(o)
-			return nil
-		}
-	case *schedulingv1.PriorityClass:
-		if key.Name == r.pc.Name {
-			r.pc.DeepCopyInto(o)
-			return nil
+func storeWith(b *testing.B, objs ...client.Object) store {
+	s := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	for _, o := range objs {
+		if err := s.Add(o); err != nil {
+			b.Fatal(err)
 		}
 	}
-	return r.Reader.Get(ctx, key, obj, opts...)
+	return s
 }
 
 func benchPodSpec() corev1.PodSpec {
@@ -91,7 +79,7 @@ func BenchmarkMutatePodCreate(b *testing.B) {
 		Spec: benchPodSpec()}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if resp := h.Handle(context.Background(), req); len(resp.Patches) == 0 {
+		if resp := h.Handle(context.Background(), req); len(resp.Patch) == 0 {
 			b.Fatal("no patch")
 		}
 	}
@@ -104,7 +92,7 @@ func BenchmarkMutateVolcanoJobCreateBench(b *testing.B) {
 			Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}}}}}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		if resp := h.Handle(context.Background(), req); len(resp.Patches) == 0 {
+		if resp := h.Handle(context.Background(), req); len(resp.Patch) == 0 {
 			b.Fatal("no patch")
 		}
 	}

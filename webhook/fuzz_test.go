@@ -39,14 +39,14 @@ func FuzzHandlers(f *testing.F) {
 				continue
 			}
 			resp := h.Handle(context.Background(), req)
-			if !resp.Allowed || len(resp.Patches) == 0 {
+			if !resp.Allowed || len(patchOps(t, resp)) == 0 {
 				continue
 			}
 			doc, err := decodeJSONMap(obj)
 			if err != nil {
 				t.Fatalf("%s patched an undecodable object", path)
 			}
-			for _, op := range resp.Patches {
+			for _, op := range patchOps(t, resp) {
 				if err := applyOp(doc, op.Operation, op.Path, op.Value); err != nil {
 					t.Fatalf("%s: patch %s %s does not apply: %v", path, op.Operation, op.Path, err)
 				}

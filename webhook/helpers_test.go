@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -52,7 +53,7 @@ func testDeps(t testing.TB, objs ...client.Object) *deps {
 	t.Helper()
 	s := scheme.New()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
-	return newDeps(c, s, Options{NamespaceWait: 100e6})
+	return newDeps(c, Options{NamespaceWait: 100e6})
 }
 
 // request builds an AdmissionRequest for obj (and old on UPDATE) as the apiserver sends it.
@@ -97,7 +98,7 @@ func admit(t *testing.T, h admission.Handler, req admission.Request, out client.
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range resp.Patches {
+	for _, op := range patchOps(t, resp) {
 		if err := applyOp(doc, op.Operation, op.Path, op.Value); err != nil {
 			t.Fatalf("patch %s %s does not apply to the request's object: %v", op.Operation, op.Path, err)
 		}
@@ -191,4 +192,20 @@ func wantDenied(t *testing.T, resp admission.Response, code int32, substrings ..
 			t.Errorf("message %q does not contain %q", resp.Result.Message, s)
 		}
 	}
+}
+
+// patchOps decodes a response's JSON patch; nil when it has none.
+func patchOps(t testing.TB, resp admission.Response) []jsonpatch.JsonPatchOperation {
+	t.Helper()
+	if len(resp.Patches) > 0 {
+		t.Fatal("handlers answer with an encoded patch (Response.Patch), not with Response.Patches")
+	}
+	if len(resp.Patch) == 0 {
+		return nil
+	}
+	var ops []jsonpatch.JsonPatchOperation
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatalf("the response's patch is not a JSON patch: %v\n%s", err, resp.Patch)
+	}
+	return ops
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -10,14 +11,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// patchResponse admits with the JSON patch ops, as admission.PatchResponseFromRaw does.
-func patchResponse(ops []jsonpatch.JsonPatchOperation) admission.Response {
-	resp := admission.Response{Patches: ops, AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
-	if len(ops) > 0 {
-		pt := admissionv1.PatchTypeJSONPatch
-		resp.PatchType = &pt
+// patchResponse admits with the JSON patch ops, as admission.PatchResponseFromRaw does, with the
+// patch already encoded (Response.Patch set and Response.Patches left empty, so Response.Complete
+// does not encode it again with json.Marshal).
+func patchResponse(ops []jsonpatch.JsonPatchOperation) (admission.Response, error) {
+	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if len(ops) == 0 {
+		return resp, nil
 	}
-	return resp
+	patch, err := encodePatch(ops)
+	if err != nil {
+		return admission.Response{}, fmt.Errorf("encoding the JSON patch: %w", err)
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp, nil
 }
 
 // jsonPatch returns the RFC 6902 operations that turn the JSON tree from into to. It is the diff
@@ -87,14 +95,29 @@ func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
 	return ops
 }
 
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
 // pointer is the JSON pointer (RFC 6901) of a path of member names and list indexes.
 func pointer(path []string) string {
-	var b strings.Builder
+	n := 0
 	for _, p := range path {
-		b.WriteByte('/')
-		_, _ = pointerEscaper.WriteString(&b, p) // a strings.Builder does not fail
+		n += 1 + len(p)
 	}
-	return b.String()
+	b := make([]byte, 0, n+4)
+	for _, p := range path {
+		b = append(b, '/')
+		if !strings.ContainsAny(p, "~/") {
+			b = append(b, p...)
+			continue
+		}
+		for i := 0; i < len(p); i++ {
+			switch p[i] {
+			case '~':
+				b = append(b, "~0"...)
+			case '/':
+				b = append(b, "~1"...)
+			default:
+				b = append(b, p[i])
+			}
+		}
+	}
+	return string(b)
 }

@@ -55,14 +55,14 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := m.newObj()
-	if err := m.decoder.Decode(req, obj); err != nil {
+	if err := decodeObject(req.Object.Raw, obj, m.gvk); err != nil {
 		m.log(ctx, req).Info("rejecting undecodable object", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
 	}
 	var old T
 	if req.Operation == admissionv1.Update {
 		old = m.newObj()
-		if err := m.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		if err := decodeObject(req.OldObject.Raw, old, m.gvk); err != nil {
 			m.log(ctx, req).Info("rejecting undecodable old object", "error", err.Error())
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
 		}
@@ -89,7 +89,7 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 // log is the request's logger with this handler's values. It is built only where something is
 // logged: adding the values costs more than most of a request's work.
 func (m *mutator[T]) log(ctx context.Context, req admission.Request) logr.Logger {
-	return logf.FromContext(ctx).WithValues("webhook", "mutating", "kind", m.kind, "operation", req.Operation, "dryRun", isDryRun(req))
+	return requestLog(ctx, "mutating", m.kind, req)
 }
 
 // debug logs at verbosity v when that level is enabled.
@@ -124,7 +124,11 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		m.log(ctx, req).Error(err, "building the patch failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
 	}
-	resp := patchResponse(patch)
+	resp, err := patchResponse(patch)
+	if err != nil {
+		m.log(ctx, req).Error(err, "building the patch failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
 	// The engine's own account of this call names the sources the warning gives. The result's
 	// defaulted-by has the object's history merged in; when there is history, run the engine again
 	// on a copy without it, so the warning names only the sources this request used. Without
@@ -186,8 +190,13 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 			set(newRaw, defaultedBy, prev)
 		}
 	}
-	resp := patchResponse(jsonPatch(unchanged, newRaw))
-	if len(resp.Patches) == 0 {
+	ops := jsonPatch(unchanged, newRaw)
+	resp, err := patchResponse(ops)
+	if err != nil {
+		m.log(ctx, req).Error(err, "building the patch failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	if len(ops) == 0 {
 		return resp, resultAllowed
 	}
 	// No warning: nothing changes from the user's point of view, and a warning on every re-apply of

@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -54,24 +54,24 @@ func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admiss
 }
 
 func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
-	log := logf.FromContext(ctx).WithValues("webhook", "validating", "kind", v.kind, "operation", req.Operation, "dryRun", isDryRun(req))
+	log := func() logr.Logger { return requestLog(ctx, "validating", v.kind, req) }
 	if err := checkKind(req, v.gvk); err != nil {
-		log.Info("rejecting malformed request", "error", err.Error())
+		log().Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := v.newObj()
-	if err := v.decoder.Decode(req, obj); err != nil {
-		log.Info("rejecting undecodable object", "error", err.Error())
+	if err := decodeObject(req.Object.Raw, obj, v.gvk); err != nil {
+		log().Info("rejecting undecodable object", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", v.gvk.Kind, err)), resultError
 	}
 	old := v.newObj()
 	update := req.Operation == admissionv1.Update
 	if update {
-		if err := v.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			log.Info("rejecting undecodable old object", "error", err.Error())
+		if err := decodeObject(req.OldObject.Raw, old, v.gvk); err != nil {
+			log().Info("rejecting undecodable old object", "error", err.Error())
 			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", v.gvk.Kind, err)), resultError
 		}
 		// Finalizer removal and the like must always pass.
@@ -81,21 +81,21 @@ func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admis
 	}
 	ns, err := v.namespace(ctx, req.Namespace)
 	if err != nil {
-		log.Error(err, "namespace lookup failed")
+		log().Error(err, "namespace lookup failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	pols, err := v.policies.get(ctx)
 	if err != nil {
-		log.Error(err, "policy lookup failed")
+		log().Error(err, "policy lookup failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	c := &checker{ns: ns, pols: pols}
 	if err := v.check(ctx, c, obj, old, update); err != nil {
-		log.Error(err, "validation failed")
+		log().Error(err, "validation failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	if len(c.errs) > 0 {
-		log.Info("denied", "reason", c.errs.ToAggregate().Error())
+		log().Info("denied", "reason", c.errs.ToAggregate().Error())
 		return invalid(v.gvk, nameOf(obj), c.errs).WithWarnings(c.warnings...), resultDenied
 	}
 	return admission.Allowed("").WithWarnings(c.warnings...), resultAllowed

@@ -51,7 +51,7 @@ func TestPodCreate(t *testing.T) {
 
 	// UPDATE fills nothing new into a Pod created before the policy...
 	resp = d.podMutator().Handle(context.Background(), request(t, KindPod, admissionv1.Update, in, in))
-	if !resp.Allowed || len(resp.Patches) > 0 {
+	if !resp.Allowed || len(patchOps(t, resp)) > 0 {
 		t.Errorf("pod UPDATE: %+v", resp)
 	}
 	// ...but gives back what an update dropped: a server-side apply after a client-side one drops
@@ -60,8 +60,8 @@ func TestPodCreate(t *testing.T) {
 	dropped.Spec.SchedulerName = corev1.DefaultSchedulerName
 	var updated corev1.Pod
 	resp = admit(t, d.podMutator(), request(t, KindPod, admissionv1.Update, dropped, &got), &updated)
-	if updated.Spec.SchedulerName != "hyperbatch-scheduler" || len(resp.Patches) != 1 {
-		t.Errorf("pod UPDATE did not keep the scheduler: %q %v", updated.Spec.SchedulerName, resp.Patches)
+	if updated.Spec.SchedulerName != "hyperbatch-scheduler" || len(patchOps(t, resp)) != 1 {
+		t.Errorf("pod UPDATE did not keep the scheduler: %q %v", updated.Spec.SchedulerName, patchOps(t, resp))
 	}
 }
 
@@ -139,8 +139,8 @@ func TestVolcanoJobCreateAndUpdate(t *testing.T) {
 	// An object that predates the policy is not changed by an update.
 	var untouched batchv1alpha1.Job
 	resp = admit(t, d.volcanoJobMutator(), request(t, KindVolcanoJob, admissionv1.Update, in, in), &untouched)
-	if len(resp.Patches) != 0 || untouched.Spec.Queue != "default" {
-		t.Errorf("pre-policy object changed on update: %v", resp.Patches)
+	if len(patchOps(t, resp)) != 0 || untouched.Spec.Queue != "default" {
+		t.Errorf("pre-policy object changed on update: %v", patchOps(t, resp))
 	}
 }
 
@@ -157,7 +157,7 @@ func TestPatchKeepsUnknownFieldsAndCreatesParents(t *testing.T) {
 		t.Fatalf("denied: %+v", resp.Result)
 	}
 	doc, _ := decodeJSONMap(req.Object.Raw)
-	for _, op := range resp.Patches {
+	for _, op := range patchOps(t, resp) {
 		if op.Operation == "remove" {
 			t.Errorf("patch removes %s", op.Path)
 		}
@@ -392,8 +392,8 @@ func TestDryRunIsIdentical(t *testing.T) {
 	dry := req
 	dry.DryRun = ptr.To(true)
 	a, b := d.volcanoJobMutator().Handle(context.Background(), req), d.volcanoJobMutator().Handle(context.Background(), dry)
-	if len(a.Patches) == 0 || len(a.Patches) != len(b.Patches) || strings.Join(a.Warnings, "") != strings.Join(b.Warnings, "") {
-		t.Errorf("dry run differs: %v vs %v", a.Patches, b.Patches)
+	if len(patchOps(t, a)) == 0 || len(patchOps(t, a)) != len(patchOps(t, b)) || strings.Join(a.Warnings, "") != strings.Join(b.Warnings, "") {
+		t.Errorf("dry run differs: %v vs %v", patchOps(t, a), patchOps(t, b))
 	}
 }
 
