@@ -32,7 +32,8 @@ func patchResponse(ops []jsonpatch.JsonPatchOperation) (admission.Response, erro
 // admission.PatchResponseFromRaw computes (gomodules.xyz/jsonpatch's CreatePatch), run on trees the
 // handler has already decoded instead of on their encodings: a member only in to is added whole, a
 // member only in from is removed, values of different types are replaced, objects are compared
-// member by member, lists element by element (the extra tail removed from the end or added).
+// member by member, lists element by element (the extra tail removed from the end or added). A map
+// or list that is the same container in both trees is unchanged and not looked into.
 func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
 	ops := []jsonpatch.JsonPatchOperation{} // never nil, as CreatePatch
 	var path []string
@@ -51,6 +52,9 @@ func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
 		switch at := a.(type) {
 		case map[string]any:
 			bt := b.(map[string]any)
+			if mapID(at) == mapID(bt) { // shared by a sharingTree with its original: unchanged
+				return
+			}
 			for k, bv := range bt {
 				path = append(path, k)
 				if av, ok := at[k]; ok {
@@ -69,6 +73,9 @@ func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
 			}
 		case []any:
 			bt := b.([]any)
+			if len(at) == len(bt) && (len(at) == 0 || listID(at) == listID(bt)) {
+				return
+			}
 			n := min(len(at), len(bt))
 			for i := len(at) - 1; i >= n; i-- {
 				path = append(path, strconv.Itoa(i))

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The defaults engine reports the fields it filled as paths such as "spec.queue",
@@ -87,6 +91,18 @@ func toJSONMap(v any) (map[string]any, error) {
 	if raw[0] == '{' { // json.Marshal writes valid JSON
 		t := jsonTree{data: raw}
 		return t.value().(map[string]any), nil
+	}
+	return decodeJSONMap(raw)
+}
+
+// decodeValidJSONMap is decodeJSONMap for JSON already known to be valid (the handlers decode
+// each object into its Go type first, which checks that): it skips the validity check.
+func decodeValidJSONMap(raw []byte) (map[string]any, error) {
+	if len(raw) > 0 && raw[0] == '{' {
+		t := jsonTree{data: raw}
+		if m, ok := t.value().(map[string]any); ok {
+			return m, nil
+		}
 	}
 	return decodeJSONMap(raw)
 }
@@ -225,9 +241,78 @@ func lookup(root any, steps []step) (any, bool) {
 	return cur, true
 }
 
+// tree is a JSON object being written to. A plain tree is written in place. A sharing tree
+// (sharingTree) starts as the original object and copies each map and list on the way to a write
+// the first time a write goes through it: the original is never changed, making the tree costs
+// nothing, and every part that is not written stays shared with the original, so the diff against
+// it (jsonPatch) skips those parts by identity instead of comparing them.
+type tree struct {
+	root  map[string]any
+	share bool
+	owned []unsafe.Pointer // containers this sharing tree copied or created, so written in place
+}
+
+func plainTree(m map[string]any) *tree { return &tree{root: m} }
+
+func sharingTree(orig map[string]any) *tree {
+	root := maps.Clone(orig)
+	if root == nil {
+		root = map[string]any{}
+	}
+	return &tree{root: root, share: true, owned: []unsafe.Pointer{mapID(root)}}
+}
+
+// writable returns c (a value held by a container the tree may write) ready to be written: c
+// itself in a plain tree or when this tree made it, otherwise a shallow copy the caller must store
+// in c's place.
+func (t *tree) writable(c any) any {
+	if !t.share {
+		return c
+	}
+	var id unsafe.Pointer
+	switch x := c.(type) {
+	case map[string]any:
+		id = mapID(x)
+	case []any:
+		if len(x) == 0 {
+			return x // nothing can be written into an empty list
+		}
+		id = listID(x)
+	default:
+		return c
+	}
+	if slices.Contains(t.owned, id) {
+		return c
+	}
+	switch x := c.(type) {
+	case map[string]any:
+		cp := maps.Clone(x)
+		t.owned = append(t.owned, mapID(cp))
+		return cp
+	default:
+		cp := slices.Clone(x.([]any))
+		t.owned = append(t.owned, listID(cp))
+		return cp
+	}
+}
+
+// newMap is an empty map the tree owns.
+func (t *tree) newMap() map[string]any {
+	m := map[string]any{}
+	if t.share {
+		t.owned = append(t.owned, mapID(m))
+	}
+	return m
+}
+
+// mapID and listID identify a map and a non-empty list: two values with one identity are the same
+// container.
+func mapID(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
+func listID(l []any) unsafe.Pointer        { return unsafe.Pointer(unsafe.SliceData(l)) }
+
 // set writes v at steps, creating missing objects on the way; list elements must exist.
-func set(root map[string]any, steps []step, v any) bool {
-	var cur any = root
+func set(t *tree, steps []step, v any) bool {
+	var cur any = t.root
 	for i, s := range steps {
 		last := i == len(steps)-1
 		if s.isIndex {
@@ -239,7 +324,9 @@ func set(root map[string]any, steps []step, v any) bool {
 				l[s.index] = v
 				return true
 			}
-			cur = l[s.index]
+			next := t.writable(l[s.index])
+			l[s.index] = next
+			cur = next
 			continue
 		}
 		m, ok := cur.(map[string]any)
@@ -250,21 +337,59 @@ func set(root map[string]any, steps []step, v any) bool {
 			m[s.key] = v
 			return true
 		}
-		next, ok := m[s.key].(map[string]any)
-		if !ok {
+		switch next := m[s.key].(type) {
+		case map[string]any:
+			cp := t.writable(next)
+			m[s.key] = cp
+			cur = cp
+			continue
+		case []any:
 			if steps[i+1].isIndex {
-				if _, isList := m[s.key].([]any); !isList {
-					return false
-				}
-				cur = m[s.key]
+				cp := t.writable(next)
+				m[s.key] = cp
+				cur = cp
 				continue
 			}
-			next = map[string]any{}
-			m[s.key] = next
+		default:
+			if steps[i+1].isIndex {
+				return false
+			}
 		}
-		cur = next
+		nm := t.newMap()
+		m[s.key] = nm
+		cur = nm
 	}
 	return false
+}
+
+// remove deletes the member at steps, if there is one.
+func remove(t *tree, steps []step) {
+	if len(steps) == 0 {
+		return
+	}
+	parent, ok := lookup(t.root, steps[:len(steps)-1])
+	if !ok {
+		return
+	}
+	m, ok := parent.(map[string]any)
+	if !ok {
+		return
+	}
+	if _, has := m[steps[len(steps)-1].key]; !has {
+		return
+	}
+	if !t.share {
+		delete(m, steps[len(steps)-1].key)
+		return
+	}
+	// Make the way to the parent writable; set with the parent's own value does that.
+	if len(steps) == 1 {
+		delete(t.root, steps[0].key)
+		return
+	}
+	cp := t.writable(m).(map[string]any)
+	delete(cp, steps[len(steps)-1].key)
+	set(t, steps[:len(steps)-1], cp)
 }
 
 // counterpart translates a path in the new object into the same place in the old one. List

@@ -156,12 +156,12 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 	for _, p := range m.apply(old.DeepCopyObject().(T), ns, pols).Fields {
 		wasUnset[p] = true
 	}
-	newRaw, err := decodeJSONMap(req.Object.Raw)
+	newRaw, err := decodeValidJSONMap(req.Object.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
 	}
 	unchanged := runtime.DeepCopyJSON(newRaw)
-	oldRaw, err := decodeJSONMap(req.OldObject.Raw)
+	oldRaw, err := decodeValidJSONMap(req.OldObject.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
 	}
@@ -179,7 +179,7 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 		if !ok {
 			continue
 		}
-		if set(newRaw, steps, v) {
+		if set(plainTree(newRaw), steps, v) {
 			kept = append(kept, p)
 		}
 	}
@@ -187,7 +187,7 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: defaults.DefaultedByAnnotation}}
 	if cur, _ := lookup(newRaw, defaultedBy); isBlank(cur) {
 		if prev, ok := lookup(oldRaw, defaultedBy); ok && !isBlank(prev) {
-			set(newRaw, defaultedBy, prev)
+			set(plainTree(newRaw), defaultedBy, prev)
 		}
 	}
 	ops := jsonPatch(unchanged, newRaw)
@@ -212,23 +212,26 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 // rendering writes; applying the changes to raw creates the parents raw lacks. Only the parts of
 // the two objects that differ are actually rendered (mergeTypedChanges): the defaults engine changes
 // a handful of fields, and rendering the whole object twice cost more than the rest of the diff.
+// The changes go into a tree that shares every unchanged part with raw's (sharingTree), so neither
+// copying raw's tree nor diffing the unchanged parts costs anything. raw must have been decoded
+// once already (it is valid JSON).
 func patchRaw(raw []byte, before, after any) (map[string]any, []jsonpatch.JsonPatchOperation, error) {
-	orig, err := decodeJSONMap(raw)
+	orig, err := decodeValidJSONMap(raw)
 	if err != nil {
 		return nil, nil, err
 	}
-	dst := runtime.DeepCopyJSON(orig)
+	dst := sharingTree(orig)
 	// Exactly what mergeChanges(dst, toJSONMap(before), toJSONMap(after), nil) writes (FuzzTypedChanges).
 	if err := mergeTypedChanges(dst, before, after, make([]step, 0, 8)); err != nil {
 		return nil, nil, err
 	}
-	return dst, jsonPatch(orig, dst), nil
+	return dst.root, jsonPatch(orig, dst.root), nil
 }
 
 // mergeChanges writes into dst, at the same paths, every difference between before and after.
 // Maps and equally long lists are compared member by member, so only the changed leaves (or the
 // smallest changed subtree dst cannot descend into) are written.
-func mergeChanges(dst map[string]any, before, after any, at []step) {
+func mergeChanges(dst *tree, before, after any, at []step) {
 	switch a := after.(type) {
 	case map[string]any:
 		b, ok := before.(map[string]any)
@@ -253,7 +256,7 @@ func mergeChanges(dst map[string]any, before, after any, at []step) {
 		return
 	case []any:
 		b, ok := before.([]any)
-		cur, _ := lookup(dst, at)
+		cur, _ := lookup(dst.root, at)
 		dl, dok := cur.([]any)
 		if !ok || !dok || len(b) != len(a) || len(dl) != len(a) {
 			break
@@ -302,26 +305,13 @@ func equalJSON(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func isMapAt(root map[string]any, at []step) bool {
-	v, ok := lookup(root, at)
+func isMapAt(t *tree, at []step) bool {
+	v, ok := lookup(t.root, at)
 	if !ok {
 		return true // set creates it
 	}
 	_, isMap := v.(map[string]any)
 	return isMap
-}
-
-func remove(root map[string]any, steps []step) {
-	if len(steps) == 0 {
-		return
-	}
-	parent, ok := lookup(root, steps[:len(steps)-1])
-	if !ok {
-		return
-	}
-	if m, ok := parent.(map[string]any); ok {
-		delete(m, steps[len(steps)-1].key)
-	}
 }
 
 func isBlank(v any) bool {

@@ -22,7 +22,7 @@ import (
 // cannot be sure it reproduces encoding/json exactly (a custom marshaler, an embedded pointer, a
 // ",string" option, a name clash, a map, list or other non-struct value), it renders that value
 // whole and lets mergeChanges compare the two trees. FuzzTypedChanges checks the equivalence.
-func mergeTypedChanges(dst map[string]any, before, after any, at []step) error {
+func mergeTypedChanges(dst *tree, before, after any, at []step) error {
 	return mergeTypedValue(dst, reflect.ValueOf(before), reflect.ValueOf(after), at)
 }
 
@@ -30,7 +30,7 @@ func mergeTypedChanges(dst map[string]any, before, after any, at []step) error {
 // Structs are walked member by member without comparing them whole first, so every part of the
 // object is compared once; other values are compared with reflect.DeepEqual and rendered only when
 // they differ.
-func mergeTypedValue(dst map[string]any, b, a reflect.Value, at []step) error {
+func mergeTypedValue(dst *tree, b, a reflect.Value, at []step) error {
 	// Look through non-nil pointers: a pointer renders as what it points to.
 	for b.Kind() == reflect.Pointer && !b.IsNil() && !a.IsNil() && !typeInfoOf(b.Type()).marshaler {
 		b, a = b.Elem(), a.Elem()
@@ -93,7 +93,7 @@ func equalLeaf(b, a reflect.Value) bool {
 }
 
 // mergeRendered renders both values and merges the differences of the trees.
-func mergeRendered(dst map[string]any, b, a reflect.Value, at []step) error {
+func mergeRendered(dst *tree, b, a reflect.Value, at []step) error {
 	bv, err := toJSONValue(b)
 	if err != nil {
 		return err

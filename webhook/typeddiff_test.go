@@ -5,7 +5,9 @@ import (
 	"reflect"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
@@ -34,22 +36,53 @@ func FuzzTypedChanges(f *testing.F) {
 		if err != nil {
 			return
 		}
-		dst2 := decodeJSONMapOrFail(t, raw)
+		orig := decodeJSONMapOrFail(t, raw)
+		dst2 := sharingTree(orig)
 		bm, errB := toJSONMap(b)
 		am, errA := toJSONMap(a)
 		if errB != nil || errA != nil {
 			return
 		}
-		mergeChanges(dst1, bm, am, nil)
+		mergeChanges(plainTree(dst1), bm, am, nil)
 		if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
 			t.Fatalf("mergeTypedChanges: %v", err)
 		}
-		if !reflect.DeepEqual(dst1, dst2) {
+		if !reflect.DeepEqual(dst1, dst2.root) {
 			g1, _ := json.Marshal(dst1)
-			g2, _ := json.Marshal(dst2)
+			g2, _ := json.Marshal(dst2.root)
 			t.Fatalf("typed merge differs:\nwhole renderings: %s\ntyped walk:       %s", g1, g2)
 		}
+		// The sharing tree left the original as it was, and the patch between them (which skips
+		// shared parts) is the patch between the original and a separate copy of the result.
+		if !reflect.DeepEqual(orig, decodeJSONMapOrFail(t, raw)) {
+			t.Fatalf("the sharing tree changed its original")
+		}
+		if got, want := jsonPatch(orig, dst2.root), jsonPatch(orig, runtime.DeepCopyJSON(dst2.root)); !samePatch(got, want) {
+			t.Fatalf("patch from the shared tree %v, from a copy %v", got, want)
+		}
 	})
+}
+
+// samePatch: the same operations, in any order (map iteration decides the order).
+func samePatch(a, b []jsonpatch.JsonPatchOperation) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(op jsonpatch.JsonPatchOperation) string {
+		v, _ := json.Marshal(op.Value)
+		return op.Operation + " " + op.Path + " " + string(v)
+	}
+	seen := map[string]int{}
+	for _, op := range a {
+		seen[key(op)]++
+	}
+	for _, op := range b {
+		if seen[key(op)] == 0 {
+			return false
+		}
+		seen[key(op)]--
+	}
+	return true
 }
 
 func decodeJSONMapOrFail(t *testing.T, raw []byte) map[string]any {

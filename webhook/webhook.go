@@ -124,9 +124,16 @@ func Setup(mgr manager.Manager, opts Options) error {
 	}
 	srv := mgr.GetWebhookServer()
 	for path, h := range d.handlers(opts.Kinds) {
-		srv.Register(path, &admission.Webhook{Handler: h, LogConstructor: plainLogger})
+		srv.Register(path, NewAdmissionWebhook(h))
 	}
 	return nil
+}
+
+// NewAdmissionWebhook wraps h as Setup serves every handler: controller-runtime's admission
+// plumbing (decoding the AdmissionReview, panic recovery, the response) with plainLogger.
+// Benchmarks serve their no-op baseline through it too, so they compare handlers, not plumbing.
+func NewAdmissionWebhook(h admission.Handler) *admission.Webhook {
+	return &admission.Webhook{Handler: h, LogConstructor: plainLogger}
 }
 
 // plainLogger gives each request the webhook server's logger as it is. controller-runtime's
