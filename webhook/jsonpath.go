@@ -308,7 +308,7 @@ func (t *tree) newMap() map[string]any {
 // mapID and listID identify a map and a non-empty list: two values with one identity are the same
 // container.
 func mapID(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
-func listID(l []any) unsafe.Pointer        { return unsafe.Pointer(unsafe.SliceData(l)) }
+func listID(l []any) unsafe.Pointer         { return unsafe.Pointer(unsafe.SliceData(l)) }
 
 // set writes v at steps, creating missing objects on the way; list elements must exist.
 func set(t *tree, steps []step, v any) bool {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // mergeTypedChanges writes into dst what mergeChanges(dst, render(before), render(after), at) would
@@ -44,7 +46,18 @@ func mergeTypedValue(dst *tree, b, a reflect.Value, at []step) error {
 	}
 	p, last := withStep(at)
 	checked := len(at) == 0
+	// Fields whose memory is the same in both structs hold the same value (the same scalars, the same
+	// string data, the same pointers), so they render the same: one comparison of bytes skips them.
+	// A deep copy shares its strings, so only the fields it had to copy (pointers, slices, maps) and
+	// the fields the defaults engine wrote are left to the walk below.
+	var pb, pa unsafe.Pointer
+	if b.CanAddr() && a.CanAddr() {
+		pb, pa = b.Addr().UnsafePointer(), a.Addr().UnsafePointer()
+	}
 	for _, f := range fields {
+		if pb != nil && sameMemory(unsafe.Add(pb, f.offset), unsafe.Add(pa, f.offset), f.size) {
+			continue
+		}
 		bf, inB := f.value(b)
 		af, inA := f.value(a)
 		if inA == inB && (!inA || equalLeaf(bf, af)) {
@@ -170,11 +183,19 @@ func equalValues(b, a reflect.Value) bool {
 	return reflect.DeepEqual(b.Interface(), a.Interface())
 }
 
+// sameMemory reports whether n bytes at p and q are equal.
+func sameMemory(p, q unsafe.Pointer, n uintptr) bool {
+	return p == q || bytes.Equal(unsafe.Slice((*byte)(p), n), unsafe.Slice((*byte)(q), n))
+}
+
 // jsonField is one member encoding/json writes for a struct: its name, where the Go field is (an
-// index path through embedded structs) and whether it is left out when empty.
+// index path through embedded structs, and its offset and size in the outer struct) and whether it
+// is left out when empty.
 type jsonField struct {
 	name      string
 	index     []int
+	offset    uintptr
+	size      uintptr
 	omitEmpty bool
 	omitZero  bool
 	isZero    func(reflect.Value) bool // omitzero through the type's IsZero method; nil: reflect's IsZero
@@ -228,7 +249,7 @@ func structFields(t reflect.Type) []jsonField {
 	var fields []jsonField
 	if t.Kind() == reflect.Struct && !hasMarshaler(t) {
 		var ok bool
-		fields, ok = collectFields(t, nil, nil)
+		fields, ok = collectFields(t, nil, 0, nil)
 		seen := map[string]bool{}
 		for _, f := range fields {
 			if seen[f.name] { // encoding/json's dominance rules decide: not followed here
@@ -244,7 +265,7 @@ func structFields(t reflect.Type) []jsonField {
 }
 
 // collectFields appends t's members to out; ok is false when t has a field the walk does not follow.
-func collectFields(t reflect.Type, index []int, out []jsonField) ([]jsonField, bool) {
+func collectFields(t reflect.Type, index []int, offset uintptr, out []jsonField) ([]jsonField, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("json")
@@ -260,7 +281,7 @@ func collectFields(t reflect.Type, index []int, out []jsonField) ([]jsonField, b
 				return nil, false
 			}
 			var ok bool
-			if out, ok = collectFields(sf.Type, idx, out); !ok {
+			if out, ok = collectFields(sf.Type, idx, offset+sf.Offset, out); !ok {
 				return nil, false
 			}
 			continue
@@ -268,7 +289,7 @@ func collectFields(t reflect.Type, index []int, out []jsonField) ([]jsonField, b
 		if !sf.IsExported() {
 			continue
 		}
-		f := jsonField{name: name, index: idx}
+		f := jsonField{name: name, index: idx, offset: offset + sf.Offset, size: sf.Type.Size()}
 		for o := range strings.SplitSeq(opts, ",") {
 			switch o {
 			case "":

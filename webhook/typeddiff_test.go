@@ -32,35 +32,46 @@ func FuzzTypedChanges(f *testing.F) {
 		if json.Unmarshal(before, b) != nil || json.Unmarshal(after, a) != nil {
 			return
 		}
-		dst1, err := decodeJSONMap(raw)
-		if err != nil {
+		checkTypedChanges(t, b, a, raw)
+		// As the handlers use it: after is a deep copy of before (sharing its strings) with changes.
+		a = b.(runtime.Object).DeepCopyObject()
+		if json.Unmarshal(after, a) != nil {
 			return
 		}
-		orig := decodeJSONMapOrFail(t, raw)
-		dst2 := sharingTree(orig)
-		bm, errB := toJSONMap(b)
-		am, errA := toJSONMap(a)
-		if errB != nil || errA != nil {
-			return
-		}
-		mergeChanges(plainTree(dst1), bm, am, nil)
-		if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
-			t.Fatalf("mergeTypedChanges: %v", err)
-		}
-		if !reflect.DeepEqual(dst1, dst2.root) {
-			g1, _ := json.Marshal(dst1)
-			g2, _ := json.Marshal(dst2.root)
-			t.Fatalf("typed merge differs:\nwhole renderings: %s\ntyped walk:       %s", g1, g2)
-		}
-		// The sharing tree left the original as it was, and the patch between them (which skips
-		// shared parts) is the patch between the original and a separate copy of the result.
-		if !reflect.DeepEqual(orig, decodeJSONMapOrFail(t, raw)) {
-			t.Fatalf("the sharing tree changed its original")
-		}
-		if got, want := jsonPatch(orig, dst2.root), jsonPatch(orig, runtime.DeepCopyJSON(dst2.root)); !samePatch(got, want) {
-			t.Fatalf("patch from the shared tree %v, from a copy %v", got, want)
-		}
+		checkTypedChanges(t, b, a, raw)
 	})
+}
+
+func checkTypedChanges(t *testing.T, b, a any, raw []byte) {
+	t.Helper()
+	dst1, err := decodeJSONMap(raw)
+	if err != nil {
+		return
+	}
+	orig := decodeJSONMapOrFail(t, raw)
+	dst2 := sharingTree(orig)
+	bm, errB := toJSONMap(b)
+	am, errA := toJSONMap(a)
+	if errB != nil || errA != nil {
+		return
+	}
+	mergeChanges(plainTree(dst1), bm, am, nil)
+	if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
+		t.Fatalf("mergeTypedChanges: %v", err)
+	}
+	if !reflect.DeepEqual(dst1, dst2.root) {
+		g1, _ := json.Marshal(dst1)
+		g2, _ := json.Marshal(dst2.root)
+		t.Fatalf("typed merge differs:\nwhole renderings: %s\ntyped walk:       %s", g1, g2)
+	}
+	// The sharing tree left the original as it was, and the patch between them (which skips
+	// shared parts) is the patch between the original and a separate copy of the result.
+	if !reflect.DeepEqual(orig, decodeJSONMapOrFail(t, raw)) {
+		t.Fatalf("the sharing tree changed its original")
+	}
+	if got, want := jsonPatch(orig, dst2.root), jsonPatch(orig, runtime.DeepCopyJSON(dst2.root)); !samePatch(got, want) {
+		t.Fatalf("patch from the shared tree %v, from a copy %v", got, want)
+	}
 }
 
 // samePatch: the same operations, in any order (map iteration decides the order).
