@@ -128,24 +128,25 @@ func (d *deps) namespace(ctx context.Context, name string) (defaults.Namespace, 
 
 // getNamespace is the cached namespace (read-only), nil when the cache does not have it.
 func (d *deps) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	return cached(ctx, d.namespaces, d.reader, name, &corev1.Namespace{})
+	return cached(ctx, d.namespaces, d.reader, name, func() *corev1.Namespace { return &corev1.Namespace{} })
 }
 
 // priorityClass reads a PriorityClass from the cache (read-only); nil without error when it does
 // not exist.
 func (d *deps) priorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
-	pc, err := cached(ctx, d.priorityClasses, d.reader, name, &schedulingv1.PriorityClass{})
+	pc, err := cached(ctx, d.priorityClasses, d.reader, name, func() *schedulingv1.PriorityClass { return &schedulingv1.PriorityClass{} })
 	if err != nil {
 		return nil, fmt.Errorf("reading PriorityClass %q from the cache: %w", name, err)
 	}
 	return pc, nil
 }
 
-// cached reads the cluster-scoped object name from s, or through r into obj when there is no
-// store. It returns nil without error when the object does not exist.
-func cached[T client.Object](ctx context.Context, s store, r reader, name string, obj T) (T, error) {
+// cached reads the cluster-scoped object name from s, or through r into a newObj() when there is
+// no store. It returns nil without error when the object does not exist.
+func cached[T client.Object](ctx context.Context, s store, r reader, name string, newObj func() T) (T, error) {
 	var none T
 	if s == nil {
+		obj := newObj()
 		if err := r.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return none, nil
@@ -160,7 +161,7 @@ func cached[T client.Object](ctx context.Context, s store, r reader, name string
 	}
 	got, isT := item.(T)
 	if !isT {
-		return none, fmt.Errorf("the informer's store holds a %T, not a %T", item, obj)
+		return none, fmt.Errorf("the informer's store holds a %T, not a %T", item, none)
 	}
 	return got, nil
 }

@@ -13,7 +13,7 @@ import (
 // with json.Marshal cost an eighth of a Pod request. TestEncodePatch and FuzzEncodePatch check
 // the output byte for byte against json.Marshal.
 func encodePatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
-	buf := make([]byte, 0, 64*len(ops)+2)
+	buf := make([]byte, 0, 256+96*len(ops))
 	buf = append(buf, '[')
 	var err error
 	for i := range ops {

@@ -445,8 +445,13 @@ func elementName(v any) (string, bool) {
 
 // renderValue writes a value for a human: strings bare, everything else as compact JSON.
 func renderValue(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number: // json.Marshal writes a number as it is
+		if _, err := strconv.ParseFloat(string(x), 64); err == nil {
+			return string(x)
+		}
 	}
 	raw, err := json.Marshal(v)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hyperbatch/hyperbatch/webhook/defaults"
@@ -94,7 +93,7 @@ func (m *mutator[T]) log(ctx context.Context, req admission.Request) logr.Logger
 
 // debug logs at verbosity v when that level is enabled.
 func (m *mutator[T]) debug(ctx context.Context, req admission.Request, v int, msg string, keysAndValues ...any) {
-	if logf.FromContext(ctx).V(v).Enabled() {
+	if logr.FromContextOrDiscard(ctx).V(v).Enabled() { // logf.FromContext would add (empty) values
 		m.log(ctx, req).V(v).Info(msg, keysAndValues...)
 	}
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -16,22 +17,41 @@ const (
 	warningPrefix   = "hyperbatch: "
 )
 
-// parseSources reads a defaulted-by value into short field name -> source. The engine fills each
-// field from one source per call, so the map is exact for a value that holds one call's account.
-func parseSources(defaultedBy string) map[string]string {
-	out := map[string]string{}
-	for _, entry := range strings.Split(defaultedBy, ";") {
+// fieldSource is a short field name of a defaulted-by value and the source it was filled from.
+type fieldSource struct{ field, source string }
+
+// parseSources reads a defaulted-by value into short field name -> source (a later entry wins).
+// The engine fills each field from one source per call, so the list is exact for a value that
+// holds one call's account.
+func parseSources(defaultedBy string) []fieldSource {
+	var out []fieldSource
+	for entry := range strings.SplitSeq(defaultedBy, ";") {
 		source, fields, ok := strings.Cut(strings.TrimSpace(entry), "/")
 		if !ok {
 			continue
 		}
-		for _, f := range strings.Split(fields, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out[f] = source
+		for f := range strings.SplitSeq(fields, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			if i := slices.IndexFunc(out, func(fs fieldSource) bool { return fs.field == f }); i >= 0 {
+				out[i].source = source
+			} else {
+				out = append(out, fieldSource{field: f, source: source})
 			}
 		}
 	}
 	return out
+}
+
+// sourceOf is field's source in sources, "" when it has none.
+func sourceOf(sources []fieldSource, field string) string {
+	for _, fs := range sources {
+		if fs.field == field {
+			return fs.source
+		}
+	}
+	return ""
 }
 
 // shortField maps a path the engine reports to the short field name defaulted-by uses.
@@ -76,24 +96,42 @@ func describeSource(source string) string {
 
 // defaultedWarning is e.g. "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal
 // from WorkloadPolicy team-a". Fields are grouped by source in the order they were filled.
-func defaultedWarning(fields []string, obj map[string]any, sources map[string]string, note string) string {
-	var order []string
-	groups := map[string][]string{}
-	for _, p := range fields {
-		src := describeSource(sources[shortField(p)])
-		if _, ok := groups[src]; !ok {
-			order = append(order, src)
-		}
-		groups[src] = append(groups[src], p+"="+valueAt(obj, p))
+func defaultedWarning(fields []string, obj map[string]any, sources []fieldSource, note string) string {
+	type group struct {
+		source string
+		items  []string
 	}
-	parts := make([]string, 0, len(order)+1)
-	for _, src := range order {
-		parts = append(parts, strings.Join(groups[src], ", ")+" from "+src)
+	var groups []group
+	for _, p := range fields {
+		src := describeSource(sourceOf(sources, shortField(p)))
+		i := slices.IndexFunc(groups, func(g group) bool { return g.source == src })
+		if i < 0 {
+			groups = append(groups, group{source: src})
+			i = len(groups) - 1
+		}
+		groups[i].items = append(groups[i].items, p+"="+valueAt(obj, p))
+	}
+	var b strings.Builder
+	b.WriteString(warningPrefix + "defaulted ")
+	for i, g := range groups {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		for j, item := range g.items {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(item)
+		}
+		b.WriteString(" from " + g.source)
 	}
 	if note != "" {
-		parts = append(parts, note)
+		if len(groups) > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(note)
 	}
-	return clip(warningPrefix + "defaulted " + strings.Join(parts, "; "))
+	return clip(b.String())
 }
 
 func valueAt(obj map[string]any, path string) string {

@@ -3,6 +3,7 @@ package defaults
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,10 +86,11 @@ func checkHistory(t *testing.T, before, after metav1.ObjectMeta, res Result) {
 		t.Fatalf("annotation %q != Result.DefaultedBy %q", after.Annotations[DefaultedByAnnotation], res.DefaultedBy)
 	}
 	old, now := parseDefaultedBy(before.Annotations[DefaultedByAnnotation]), parseDefaultedBy(res.DefaultedBy)
-	for _, s := range old.sources {
-		for f := range old.fields[s] {
-			if _, ok := now.fields[s][f]; !ok {
-				t.Fatalf("history lost: %s/%s missing from %q", s, f, res.DefaultedBy)
+	for _, e := range old.entries {
+		i := slices.IndexFunc(now.entries, func(n provenanceEntry) bool { return n.source == e.source })
+		for _, f := range e.fields {
+			if i < 0 || !slices.Contains(now.entries[i].fields, f) {
+				t.Fatalf("history lost: %s/%s missing from %q", e.source, f, res.DefaultedBy)
 			}
 		}
 	}

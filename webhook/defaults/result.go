@@ -1,7 +1,7 @@
 package defaults
 
 import (
-	"sort"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,32 +99,32 @@ func setAnnotation(meta *metav1.ObjectMeta, key, val string) {
 }
 
 // provenance is the parsed form of a defaulted-by value: sources in first-seen order, each with
-// its set of short field names.
+// its field names (a set, kept as a short list: a value names a handful).
 type provenance struct {
-	sources []string
-	fields  map[string]map[string]struct{}
+	entries []provenanceEntry
+}
+
+type provenanceEntry struct {
+	source string
+	fields []string
 }
 
 func (p *provenance) add(source, field string) {
-	if p.fields == nil {
-		p.fields = map[string]map[string]struct{}{}
+	i := slices.IndexFunc(p.entries, func(e provenanceEntry) bool { return e.source == source })
+	if i < 0 {
+		p.entries = append(p.entries, provenanceEntry{source: source})
+		i = len(p.entries) - 1
 	}
-	set, ok := p.fields[source]
-	if !ok {
-		set = map[string]struct{}{}
-		p.fields[source] = set
-		p.sources = append(p.sources, source)
-	}
-	if field != "" {
-		set[field] = struct{}{}
+	if field != "" && !slices.Contains(p.entries[i].fields, field) {
+		p.entries[i].fields = append(p.entries[i].fields, field)
 	}
 }
 
 func (p *provenance) merge(o provenance) {
-	for _, s := range o.sources {
-		p.add(s, "")
-		for f := range o.fields[s] {
-			p.add(s, f)
+	for _, e := range o.entries {
+		p.add(e.source, "")
+		for _, f := range e.fields {
+			p.add(e.source, f)
 		}
 	}
 }
@@ -153,28 +153,34 @@ func parseDefaultedBy(v string) provenance {
 // String writes the canonical form: sources in first-seen order, fields in fieldOrder, unknown
 // field names after the known ones in byte order.
 func (p provenance) String() string {
-	entries := make([]string, 0, len(p.sources))
-	for _, s := range p.sources {
-		fs := make([]string, 0, len(p.fields[s]))
-		for f := range p.fields[s] {
-			fs = append(fs, f)
-		}
-		sort.Slice(fs, func(i, j int) bool {
-			ri, rj := fieldRank(fs[i]), fieldRank(fs[j])
-			if ri != rj {
-				return ri < rj
-			}
-			return fs[i] < fs[j]
-		})
-		if len(fs) == 0 {
-			if s != "" {
-				entries = append(entries, s)
-			}
+	var b strings.Builder
+	for _, e := range p.entries {
+		if len(e.fields) == 0 && e.source == "" {
 			continue
 		}
-		entries = append(entries, s+"/"+strings.Join(fs, ","))
+		if b.Len() > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(e.source)
+		if len(e.fields) == 0 {
+			continue
+		}
+		fs := slices.Clone(e.fields)
+		slices.SortFunc(fs, func(x, y string) int {
+			if rx, ry := fieldRank(x), fieldRank(y); rx != ry {
+				return rx - ry
+			}
+			return strings.Compare(x, y)
+		})
+		b.WriteByte('/')
+		for i, f := range fs {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(f)
+		}
 	}
-	return strings.Join(entries, ";")
+	return b.String()
 }
 
 func fieldRank(f string) int {
