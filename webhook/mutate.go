@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"strings"
@@ -35,6 +36,24 @@ type mutator[T client.Object] struct {
 	newObj func() T
 	apply  func(T, defaults.Namespace, *defaults.Policies) defaults.Result
 	finish finishFunc[T]
+	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
+	// deep copy. A kind whose engine and finish only set fields of the object's own structs and
+	// its annotations can use ownTopLevel, which shares everything else with the request's object
+	// (FuzzTopLevelCopies checks that the request's object is left as it was).
+	copyObj func(T) T
+}
+
+// ownTopLevel copies the object's struct and its annotations; every other map, slice and pointer
+// is shared with obj. Writing a field of the copy's own structs, or an annotation, leaves obj as
+// it was; writing through a shared pointer, map or slice would not.
+func ownTopLevel[O any, T interface {
+	*O
+	client.Object
+}](obj T) T {
+	cp := T(new(O))
+	*cp = *obj
+	cp.SetAnnotations(maps.Clone(obj.GetAnnotations()))
+	return cp
 }
 
 // Handle implements admission.Handler.
@@ -99,7 +118,12 @@ func (m *mutator[T]) debug(ctx context.Context, req admission.Request, v int, ms
 }
 
 func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
-	out := obj.DeepCopyObject().(T)
+	var out T
+	if m.copyObj != nil {
+		out = m.copyObj(obj)
+	} else {
+		out = obj.DeepCopyObject().(T)
+	}
 	res := m.apply(out, ns, pols)
 	if !res.Changed() {
 		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy)

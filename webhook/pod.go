@@ -25,9 +25,10 @@ import (
 func (d *deps) podMutator() admission.Handler {
 	return &mutator[*corev1.Pod]{
 		deps: d, kind: KindPod, gvk: kindSpecs[KindPod].gvk,
-		newObj: func() *corev1.Pod { return &corev1.Pod{} },
-		apply:  defaults.Pod,
-		finish: d.podPriority,
+		newObj:  func() *corev1.Pod { return &corev1.Pod{} },
+		apply:   defaults.Pod,
+		copyObj: ownTopLevel[corev1.Pod],
+		finish:  d.podPriority,
 	}
 }
 

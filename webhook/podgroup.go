@@ -15,8 +15,9 @@ import (
 func (d *deps) podGroupMutator() admission.Handler {
 	return &mutator[*schedulingv1beta1.PodGroup]{
 		deps: d, kind: KindPodGroup, gvk: kindSpecs[KindPodGroup].gvk,
-		newObj: func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
-		apply:  defaults.PodGroup,
+		newObj:  func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
+		apply:   defaults.PodGroup,
+		copyObj: ownTopLevel[schedulingv1beta1.PodGroup],
 	}
 }
 

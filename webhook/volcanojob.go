@@ -16,8 +16,9 @@ import (
 func (d *deps) volcanoJobMutator() admission.Handler {
 	return &mutator[*batchv1alpha1.Job]{
 		deps: d, kind: KindVolcanoJob, gvk: kindSpecs[KindVolcanoJob].gvk,
-		newObj: func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
-		apply:  defaults.VolcanoJob,
+		newObj:  func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
+		apply:   defaults.VolcanoJob,
+		copyObj: ownTopLevel[batchv1alpha1.Job],
 	}
 }
 
