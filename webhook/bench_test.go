@@ -45,7 +45,7 @@ func BenchmarkValidateVolcanoJobCreate(b *testing.B) {
 
 // benchPolicy and benchNamespace mirror bench/webhook: queue, priorityClassName and schedulerName
 // defaults, a namespace the policy governs.
-func benchDeps(b *testing.B) *deps {
+func benchDeps(b testing.TB) *deps {
 	pol := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "bench"}},
 		Defaults:          hbv1.PolicyDefaults{Queue: "bench", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler"},
@@ -59,7 +59,7 @@ func benchDeps(b *testing.B) *deps {
 	return d
 }
 
-func storeWith(b *testing.B, objs ...client.Object) store {
+func storeWith(b testing.TB, objs ...client.Object) store {
 	s := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
 	for _, o := range objs {
 		if err := s.Add(o); err != nil {

@@ -112,6 +112,7 @@ func defaultedWarning(fields []string, obj map[string]any, sources []fieldSource
 		groups[i].items = append(groups[i].items, p+"="+valueAt(obj, p))
 	}
 	var b strings.Builder
+	b.Grow(256)
 	b.WriteString(warningPrefix + "defaulted ")
 	for i, g := range groups {
 		if i > 0 {
