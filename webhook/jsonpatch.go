@@ -35,7 +35,7 @@ func patchResponse(ops []jsonpatch.JsonPatchOperation) (admission.Response, erro
 // member by member, lists element by element (the extra tail removed from the end or added). A map
 // or list that is the same container in both trees is unchanged and not looked into.
 func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
-	ops := []jsonpatch.JsonPatchOperation{} // never nil, as CreatePatch
+	ops := make([]jsonpatch.JsonPatchOperation, 0, 8) // never nil, as CreatePatch
 	var path []string
 	var diff func(a, b any)
 	emit := func(op string, value any) {

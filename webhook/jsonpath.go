@@ -29,7 +29,7 @@ type step struct {
 
 // parsePath splits a path. Bracket contents are taken verbatim, so map keys may hold '.' and '/'.
 func parsePath(p string) ([]step, error) {
-	var out []step
+	out := make([]step, 0, 6)
 	i := 0
 	for i < len(p) {
 		switch p[i] {

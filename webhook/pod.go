@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +54,7 @@ func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Nam
 	}
 	value := pc.Value
 	pod.Spec.Priority = &value
-	note := fmt.Sprintf("spec.priority=%d", value)
+	note := "spec.priority=" + strconv.FormatInt(int64(value), 10)
 	if pc.PreemptionPolicy != nil {
 		pp := *pc.PreemptionPolicy
 		pod.Spec.PreemptionPolicy = &pp

@@ -58,6 +58,9 @@ func (r *run) policySource() string {
 
 // record notes that path was filled with the value of short field name from source.
 func (r *run) record(path, field, source string) {
+	if r.res.Fields == nil {
+		r.res.Fields = make([]string, 0, 6) // a call fills a handful
+	}
 	r.res.Fields = append(r.res.Fields, path)
 	r.prov.add(source, field)
 }
