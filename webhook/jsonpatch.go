@@ -42,6 +42,10 @@ func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
 		ops = append(ops, jsonpatch.NewOperation(op, pointer(path), value))
 	}
 	diff = func(a, b any) {
+		if ra, ok := a.(*rawNode); ok && ra == b { // one unparsed part of a lazy tree: unchanged
+			return
+		}
+		a, b = expand(a), expand(b)
 		if a == nil && b == nil {
 			return
 		}

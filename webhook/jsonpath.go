@@ -135,6 +135,7 @@ func decodeJSONMap(raw []byte) (map[string]any, error) {
 type jsonTree struct {
 	data []byte
 	pos  int
+	lazy bool // members that are objects or lists are left as rawNodes (lazyjson.go)
 }
 
 func (t *jsonTree) value() any {
@@ -147,7 +148,7 @@ func (t *jsonTree) value() any {
 			k := t.string()
 			t.skipSpace()
 			t.pos++ // ':'
-			m[k] = t.value()
+			m[k] = t.member()
 			t.skipSpace()
 			if t.data[t.pos] == ',' {
 				t.pos++
@@ -159,7 +160,7 @@ func (t *jsonTree) value() any {
 		l := make([]any, 0)
 		t.pos++
 		for t.skipSpace(); t.data[t.pos] != ']'; t.skipSpace() {
-			l = append(l, t.value())
+			l = append(l, t.member())
 			t.skipSpace()
 			if t.data[t.pos] == ',' {
 				t.pos++
@@ -220,14 +221,14 @@ func (t *jsonTree) skipSpace() {
 
 // lookup returns the value at steps.
 func lookup(root any, steps []step) (any, bool) {
-	cur := root
+	cur := expand(root)
 	for _, s := range steps {
 		if s.isIndex {
 			l, ok := cur.([]any)
 			if !ok || s.index >= len(l) {
 				return nil, false
 			}
-			cur = l[s.index]
+			cur = expand(l[s.index])
 			continue
 		}
 		m, ok := cur.(map[string]any)
@@ -237,6 +238,7 @@ func lookup(root any, steps []step) (any, bool) {
 		if cur, ok = m[s.key]; !ok {
 			return nil, false
 		}
+		cur = expand(cur)
 	}
 	return cur, true
 }
@@ -266,6 +268,7 @@ func sharingTree(orig map[string]any) *tree {
 // itself in a plain tree or when this tree made it, otherwise a shallow copy the caller must store
 // in c's place.
 func (t *tree) writable(c any) any {
+	c = expand(c)
 	if !t.share {
 		return c
 	}
@@ -337,7 +340,7 @@ func set(t *tree, steps []step, v any) bool {
 			m[s.key] = v
 			return true
 		}
-		switch next := m[s.key].(type) {
+		switch next := expand(m[s.key]).(type) {
 		case map[string]any:
 			cp := t.writable(next)
 			m[s.key] = cp

@@ -236,10 +236,11 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 // the two objects that differ are actually rendered (mergeTypedChanges): the defaults engine changes
 // a handful of fields, and rendering the whole object twice cost more than the rest of the diff.
 // The changes go into a tree that shares every unchanged part with raw's (sharingTree), so neither
-// copying raw's tree nor diffing the unchanged parts costs anything. raw must have been decoded
-// once already (it is valid JSON).
+// copying raw's tree nor diffing the unchanged parts costs anything, and raw's tree is parsed only
+// along the paths written (decodeLazyJSONMap). raw must have been decoded once already (it is
+// valid JSON).
 func patchRaw(raw []byte, before, after any) (map[string]any, []jsonpatch.JsonPatchOperation, error) {
-	orig, err := decodeValidJSONMap(raw)
+	orig, err := decodeLazyJSONMap(raw)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -48,7 +48,10 @@ func checkTypedChanges(t *testing.T, b, a any, raw []byte) {
 	if err != nil {
 		return
 	}
-	orig := decodeJSONMapOrFail(t, raw)
+	orig, err := decodeLazyJSONMap(raw) // as patchRaw builds it
+	if err != nil {
+		t.Fatal(err)
+	}
 	dst2 := sharingTree(orig)
 	bm, errB := toJSONMap(b)
 	am, errA := toJSONMap(a)
@@ -59,18 +62,23 @@ func checkTypedChanges(t *testing.T, b, a any, raw []byte) {
 	if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
 		t.Fatalf("mergeTypedChanges: %v", err)
 	}
-	if !reflect.DeepEqual(dst1, dst2.root) {
+	if got := materialize(dst2.root); !reflect.DeepEqual(dst1, got) {
 		g1, _ := json.Marshal(dst1)
-		g2, _ := json.Marshal(dst2.root)
+		g2, _ := json.Marshal(got)
 		t.Fatalf("typed merge differs:\nwhole renderings: %s\ntyped walk:       %s", g1, g2)
 	}
 	// The sharing tree left the original as it was, and the patch between them (which skips
 	// shared parts) is the patch between the original and a separate copy of the result.
-	if !reflect.DeepEqual(orig, decodeJSONMapOrFail(t, raw)) {
+	full := decodeJSONMapOrFail(t, raw)
+	if !reflect.DeepEqual(materialize(orig), full) {
 		t.Fatalf("the sharing tree changed its original")
 	}
-	if got, want := jsonPatch(orig, dst2.root), jsonPatch(orig, runtime.DeepCopyJSON(dst2.root)); !samePatch(got, want) {
-		t.Fatalf("patch from the shared tree %v, from a copy %v", got, want)
+	if got, want := jsonPatch(orig, dst2.root), jsonPatch(full, materialize(dst2.root)); !samePatch(got, want) {
+		t.Fatalf("patch from the shared lazy tree %v, from whole trees %v", got, want)
+	}
+	// The encoded patch is the same too (rawNodes in values encode as their parsed trees).
+	if got, err := encodePatch(jsonPatch(orig, dst2.root)); err != nil || !json.Valid(got) {
+		t.Fatalf("encoding the patch: %v %s", err, got)
 	}
 }
 
