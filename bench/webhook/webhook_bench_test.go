@@ -255,7 +255,7 @@ func record(b *testing.B, name string, s stats) {
 
 // rounds: each latency case runs this many times, interleaved with the others, and reports its
 // median round, so a slow spell of the machine does not land on one case only.
-const rounds = 3
+const rounds = 5
 
 // BenchmarkAdmissionLatency: each iteration runs every case `rounds` times, interleaved, each round
 // 20,000 requests at concurrency 64. Every mutating handler has its own no-op baseline that gets
