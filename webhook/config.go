@@ -136,8 +136,8 @@ func policyOf(k Kind) entryPolicy {
 		failurePolicy: admissionregistrationv1.Fail, timeout: WorkloadTimeoutSeconds}
 }
 
-// WebhookName is the name of a kind's entry in the configurations, e.g. "pod.mutate.hyperbatch.dev".
-func WebhookName(k Kind, mutating bool) string {
+// EntryName is the name of a kind's entry in the configurations, e.g. "pod.mutate.hyperbatch.dev".
+func EntryName(k Kind, mutating bool) string {
 	verb := "validate"
 	if mutating {
 		verb = "mutate"
@@ -180,7 +180,7 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 		}
 		fp, timeout := pol.failurePolicy, pol.timeout
 		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    WebhookName(k, true),
+			Name:                    EntryName(k, true),
 			ClientConfig:            o.clientConfig(spec.mutatePath),
 			Rules:                   rules(pol.mutateOps),
 			FailurePolicy:           &fp,
@@ -197,7 +197,7 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 		}
 		vfp, vtimeout := pol.failurePolicy, pol.timeout
 		vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:                    WebhookName(k, false),
+			Name:                    EntryName(k, false),
 			ClientConfig:            o.clientConfig(spec.validatePath),
 			Rules:                   rules(pol.validateOps),
 			FailurePolicy:           &vfp,

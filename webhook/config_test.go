@@ -44,7 +44,7 @@ func TestConfigurations(t *testing.T) {
 			paths[name] = *cc.URL
 		}
 		wantFP := admissionregistrationv1.Fail
-		if name == WebhookName(KindPod, true) || name == WebhookName(KindPod, false) {
+		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) {
 			wantFP = admissionregistrationv1.Ignore
 		}
 		if *fp != wantFP || *se != admissionregistrationv1.SideEffectClassNone || *mp != admissionregistrationv1.Equivalent ||

@@ -21,8 +21,8 @@ import (
 	"github.com/hyperbatch/hyperbatch/webhook/defaults"
 )
 
-// MinTTLSecondsWithoutWarning: a ttlSecondsAfterFinished below it is admitted with a warning,
-// because the finished workload, its pods and their logs are gone almost at once.
+// MinTTLSecondsWithoutWarning is the smallest ttlSecondsAfterFinished admitted without a warning:
+// below it the finished workload, its pods and their logs are gone almost at once.
 const MinTTLSecondsWithoutWarning = 60
 
 // checkFunc judges one object. update is false on CREATE, where old is the zero value.

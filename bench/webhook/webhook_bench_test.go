@@ -233,8 +233,11 @@ func checkWhole(c *http.Client, path string, body []byte, wantPatch bool) error 
 		return fmt.Errorf("a patch from the no-op: %s", r.Patch)
 	case wantPatch:
 		var ops []map[string]any
-		if err := json.Unmarshal(r.Patch, &ops); err != nil || len(ops) == 0 {
-			return fmt.Errorf("patch %s is not a JSON patch with operations (%v)", r.Patch, err)
+		if err := json.Unmarshal(r.Patch, &ops); err != nil {
+			return fmt.Errorf("patch %s is not a JSON patch: %w", r.Patch, err)
+		}
+		if len(ops) == 0 {
+			return fmt.Errorf("patch %s has no operations", r.Patch)
 		}
 	}
 	return nil
