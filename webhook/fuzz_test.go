@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -51,6 +52,38 @@ func FuzzHandlers(f *testing.F) {
 					t.Fatalf("%s: patch %s %s does not apply: %v", path, op.Operation, op.Path, err)
 				}
 			}
+			// A CREATE's patch carries every default: the engine finds nothing left to fill in the
+			// patched object.
+			if m, ok := h.(refiller); ok && !update {
+				patched, err := json.Marshal(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fields, err := m.refill(d, patched); err != nil || len(fields) > 0 {
+					t.Fatalf("%s: the patched object %s still lacks %v (%v)", path, patched, fields, err)
+				}
+			}
 		}
 	})
+}
+
+// refiller runs a mutator's defaults engine on an object and returns what it would fill.
+type refiller interface {
+	refill(d *deps, raw []byte) ([]string, error)
+}
+
+func (m *mutator[T]) refill(d *deps, raw []byte) ([]string, error) {
+	obj := m.newObj()
+	if err := decodeObject(raw, obj, m.gvk); err != nil {
+		return nil, err
+	}
+	ns, err := d.namespace(context.Background(), "a")
+	if err != nil {
+		return nil, err
+	}
+	pols, err := d.policies.get(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	return m.apply(obj, ns, pols).Fields, nil
 }

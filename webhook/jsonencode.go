@@ -50,6 +50,9 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 	case string:
 		return appendJSONString(buf, x), nil
 	case map[string]any:
+		if x == nil {
+			return append(buf, "null"...), nil
+		}
 		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)

@@ -41,7 +41,21 @@ func TestEncodePatch(t *testing.T) {
 		{Operation: "add", Path: "/f", Value: 1.5},
 		{Operation: "add", Path: "/s", Value: map[string]string{"k": "v"}},
 		{Operation: "add", Path: "/bad\xff", Value: "\xfe"},
+		{Operation: "add", Path: "/nm", Value: map[string]any(nil)},
 	})
+	// A lazily parsed tree encodes as the whole tree.
+	lazy, err := decodeLazyJSONMap([]byte(`{"b":{"z":[{"y":1,"x":"<"}],"a":null},"a":[[1],{"k":"v"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := encodePatch([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/l", Value: lazy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/l", Value: materialize(lazy)}})
+	if !bytes.Equal(got, want) {
+		t.Errorf("lazy tree encodes as %s, the whole tree as %s", got, want)
+	}
 	checkEncodePatch(t, []jsonpatch.JsonPatchOperation{})
 	// An invalid number fails as it does in json.Marshal.
 	checkEncodePatch(t, []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/n", Value: json.Number("1x")}})

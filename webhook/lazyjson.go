@@ -1,6 +1,9 @@
 package webhook
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // rawNode is an object or a list of a request's JSON that has not been parsed: its text, and the
 // one level parsed from it once something looked inside (members that are objects or lists are
@@ -79,17 +82,38 @@ func (t *jsonTree) member() any {
 	return &rawNode{data: t.data[start:t.pos]}
 }
 
+// skipValue moves past the value that starts at t.pos.
+func (t *jsonTree) skipValue() {
+	switch t.data[t.pos] {
+	case '{', '[':
+		t.skipContainer()
+	case '"':
+		t.skipString()
+	default: // a number, true, false or null
+		for t.pos < len(t.data) && strings.IndexByte(",}] \t\n\r", t.data[t.pos]) < 0 {
+			t.pos++
+		}
+	}
+}
+
+// skipString moves past the string that starts at t.pos.
+func (t *jsonTree) skipString() {
+	for t.pos++; t.data[t.pos] != '"'; t.pos++ {
+		if t.data[t.pos] == '\\' {
+			t.pos++ // the escaped byte, which may be '"'
+		}
+	}
+	t.pos++
+}
+
 // skipContainer moves past the object or list that starts at t.pos.
 func (t *jsonTree) skipContainer() {
 	depth := 0
 	for {
 		switch t.data[t.pos] {
 		case '"':
-			for t.pos++; t.data[t.pos] != '"'; t.pos++ {
-				if t.data[t.pos] == '\\' {
-					t.pos++ // the escaped byte, which may be '"'
-				}
-			}
+			t.skipString()
+			continue
 		case '{', '[':
 			depth++
 		case '}', ']':
