@@ -24,9 +24,9 @@ type deps struct {
 	policies *policyCache
 	nsWait   time.Duration
 
-	// Namespaces and PriorityClasses straight from their informers' stores when Setup could reach
-	// them: the handlers only read these objects, so they skip the deep copy a cached Get makes
-	// (a third of a Pod request's lookups). nil: read through reader.
+	// Namespaces and PriorityClasses straight from their informers' stores (Setup wires them): the
+	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit
+	// tests with a fake client): read through reader.
 	namespaces, priorityClasses store
 }
 
@@ -45,13 +45,14 @@ func newDeps(r reader, opts Options) *deps {
 	}
 }
 
-// storeOf returns the store behind a controller-runtime informer (a client-go shared informer),
-// or nil when the informer does not expose one.
-func storeOf(inf any) store {
+// storeOf returns the store behind a controller-runtime informer (a client-go shared informer).
+// An informer without one is an error rather than a silent fall back to deep-copying Gets, so a
+// controller-runtime upgrade that changes this fails every test that sets the webhooks up.
+func storeOf(inf any, what string) (store, error) {
 	if s, ok := inf.(interface{ GetStore() toolscache.Store }); ok {
-		return s.GetStore()
+		return s.GetStore(), nil
 	}
-	return nil
+	return nil, fmt.Errorf("webhook: the manager's %s informer (%T) has no store to read from", what, inf)
 }
 
 // policyCache holds the WorkloadPolicies compiled into a *defaults.Policies. The WorkloadPolicy

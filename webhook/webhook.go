@@ -107,13 +107,17 @@ func Setup(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("webhook: Namespace informer: %w", err)
 	}
 	d := newDeps(c, opts)
-	d.namespaces = storeOf(nsInf)
+	if d.namespaces, err = storeOf(nsInf, "Namespace"); err != nil {
+		return err
+	}
 	if hasKind(opts.Kinds, KindPod) {
 		pcInf, err := c.GetInformer(ctx, &schedulingv1.PriorityClass{})
 		if err != nil {
 			return fmt.Errorf("webhook: PriorityClass informer: %w", err)
 		}
-		d.priorityClasses = storeOf(pcInf)
+		if d.priorityClasses, err = storeOf(pcInf, "PriorityClass"); err != nil {
+			return err
+		}
 	}
 	if _, err := polInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { d.policies.invalidate() },
