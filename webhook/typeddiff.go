@@ -138,6 +138,42 @@ func toJSONValue(v reflect.Value) (any, error) {
 			if m, ok := stringMapValue(v); ok {
 				return m, nil
 			}
+		case reflect.Pointer: // a pointer renders as null or as what it points to
+			if v.IsNil() {
+				return nil, nil
+			}
+			return toJSONValue(v.Elem())
+		case reflect.Struct: // members as mergeTypedValue walks them (json tags, omitempty, inline)
+			if fields := typeInfoOf(v.Type()).fields; fields != nil {
+				m := make(map[string]any, len(fields))
+				for _, f := range fields {
+					fv, present := f.value(v)
+					if !present {
+						continue
+					}
+					e, err := toJSONValue(fv)
+					if err != nil {
+						return nil, err
+					}
+					m[f.name] = e
+				}
+				return m, nil
+			}
+		case reflect.Slice: // lists of anything but bytes (encoding/json writes []byte as base64)
+			if v.Type().Elem().Kind() != reflect.Uint8 {
+				if v.IsNil() {
+					return nil, nil
+				}
+				l := make([]any, v.Len())
+				for i := range l {
+					e, err := toJSONValue(v.Index(i))
+					if err != nil {
+						return nil, err
+					}
+					l[i] = e
+				}
+				return l, nil
+			}
 		}
 	}
 	if v.CanAddr() {
