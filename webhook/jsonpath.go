@@ -243,35 +243,28 @@ func lookup(root any, steps []step) (any, bool) {
 	return cur, true
 }
 
-// tree is a JSON object being written to. A plain tree is written in place. A sharing tree
-// (sharingTree) starts as the original object and copies each map and list on the way to a write
-// the first time a write goes through it: the original is never changed, making the tree costs
-// nothing, and every part that is not written stays shared with the original, so the diff against
-// it (jsonPatch) skips those parts by identity instead of comparing them.
+// tree is a JSON object being written to that shares what it has not changed with the object it
+// started from (sharingTree): each map and list on the way to a write is copied the first time a
+// write goes through it. The original is never changed, making the tree costs nothing, and every
+// part that is not written stays shared with the original, so the diff against it (jsonPatch)
+// skips those parts by identity instead of comparing them.
 type tree struct {
 	root  map[string]any
-	share bool
-	owned []unsafe.Pointer // containers this sharing tree copied or created, so written in place
+	owned []unsafe.Pointer // containers this tree copied or created, so written in place
 }
-
-func plainTree(m map[string]any) *tree { return &tree{root: m} }
 
 func sharingTree(orig map[string]any) *tree {
 	root := maps.Clone(orig)
 	if root == nil {
 		root = map[string]any{}
 	}
-	return &tree{root: root, share: true, owned: []unsafe.Pointer{mapID(root)}}
+	return &tree{root: root, owned: []unsafe.Pointer{mapID(root)}}
 }
 
 // writable returns c (a value held by a container the tree may write) ready to be written: c
-// itself in a plain tree or when this tree made it, otherwise a shallow copy the caller must store
-// in c's place.
+// itself when this tree made it, otherwise a shallow copy the caller must store in c's place.
 func (t *tree) writable(c any) any {
 	c = expand(c)
-	if !t.share {
-		return c
-	}
 	var id unsafe.Pointer
 	switch x := c.(type) {
 	case map[string]any:
@@ -302,9 +295,7 @@ func (t *tree) writable(c any) any {
 // newMap is an empty map the tree owns.
 func (t *tree) newMap() map[string]any {
 	m := map[string]any{}
-	if t.share {
-		t.owned = append(t.owned, mapID(m))
-	}
+	t.owned = append(t.owned, mapID(m))
 	return m
 }
 
@@ -379,10 +370,6 @@ func remove(t *tree, steps []step) {
 		return
 	}
 	if _, has := m[steps[len(steps)-1].key]; !has {
-		return
-	}
-	if !t.share {
-		delete(m, steps[len(steps)-1].key)
 		return
 	}
 	// Make the way to the parent writable; set with the parent's own value does that.

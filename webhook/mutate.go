@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,7 +182,7 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
 	}
-	unchanged := runtime.DeepCopyJSON(newRaw)
+	dst := sharingTree(newRaw) // the carried-over values go in here; newRaw stays as it came
 	oldRaw, err := decodeValidJSONMap(req.OldObject.Raw)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
@@ -194,7 +193,7 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err), resultError
 		}
-		oldSteps, ok := counterpart(newRaw, oldRaw, steps)
+		oldSteps, ok := counterpart(dst.root, oldRaw, steps)
 		if !ok || wasUnset[formatPath(oldSteps)] {
 			continue
 		}
@@ -202,18 +201,18 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 		if !ok {
 			continue
 		}
-		if set(plainTree(newRaw), steps, v) {
+		if set(dst, steps, v) {
 			kept = append(kept, p)
 		}
 	}
 	// The history annotation is bookkeeping of the object's whole life: keep it too.
 	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: defaults.DefaultedByAnnotation}}
-	if cur, _ := lookup(newRaw, defaultedBy); isBlank(cur) {
+	if cur, _ := lookup(dst.root, defaultedBy); isBlank(cur) {
 		if prev, ok := lookup(oldRaw, defaultedBy); ok && !isBlank(prev) {
-			set(plainTree(newRaw), defaultedBy, prev)
+			set(dst, defaultedBy, prev)
 		}
 	}
-	ops := jsonPatch(unchanged, newRaw)
+	ops := jsonPatch(newRaw, dst.root)
 	resp, err := patchResponse(ops)
 	if err != nil {
 		m.log(ctx, req).Error(err, "building the patch failed")

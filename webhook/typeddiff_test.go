@@ -58,7 +58,9 @@ func checkTypedChanges(t *testing.T, b, a any, raw []byte) {
 	if errB != nil || errA != nil {
 		return
 	}
-	mergeChanges(plainTree(dst1), bm, am, nil)
+	oracle := sharingTree(dst1)
+	mergeChanges(oracle, bm, am, nil)
+	dst1 = oracle.root
 	if err := mergeTypedChanges(dst2, b, a, nil); err != nil {
 		t.Fatalf("mergeTypedChanges: %v", err)
 	}
