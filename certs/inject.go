@@ -49,30 +49,28 @@ func (r *Rotator) webhookConfigs() []webhookConfig {
 
 // get reads the configuration and returns it with each entry's name and caBundle.
 func (w webhookConfig) get(ctx context.Context, c client.Reader) (client.Object, map[string][]byte, []string, error) {
+	var obj client.Object = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if w.kind == "MutatingWebhookConfiguration" {
+		obj = &admissionregistrationv1.MutatingWebhookConfiguration{}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: w.name}, obj); err != nil {
+		return nil, nil, nil, fmt.Errorf("reading %s %s: %w", w.kind, w.name, err)
+	}
 	bundles := map[string][]byte{}
 	var names []string
-	var obj client.Object
-	switch w.kind {
-	case "MutatingWebhookConfiguration":
-		o := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := c.Get(ctx, client.ObjectKey{Name: w.name}, o); err != nil {
-			return nil, nil, nil, fmt.Errorf("reading %s %s: %w", w.kind, w.name, err)
-		}
+	add := func(name string, bundle []byte) {
+		names = append(names, name)
+		bundles[name] = bundle
+	}
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		for _, h := range o.Webhooks {
-			names = append(names, h.Name)
-			bundles[h.Name] = h.ClientConfig.CABundle
+			add(h.Name, h.ClientConfig.CABundle)
 		}
-		obj = o
-	default:
-		o := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := c.Get(ctx, client.ObjectKey{Name: w.name}, o); err != nil {
-			return nil, nil, nil, fmt.Errorf("reading %s %s: %w", w.kind, w.name, err)
-		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		for _, h := range o.Webhooks {
-			names = append(names, h.Name)
-			bundles[h.Name] = h.ClientConfig.CABundle
+			add(h.Name, h.ClientConfig.CABundle)
 		}
-		obj = o
 	}
 	return obj, bundles, names, nil
 }
