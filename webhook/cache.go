@@ -15,7 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // deps is what every handler shares: the cached reader and the compiled policies.

@@ -16,7 +16,7 @@
 //
 // # Mutation
 //
-// Defaulting is the defaults engine's (webhook/defaults); the handlers only feed it and turn its
+// Defaulting is the defaults engine's (internal/defaults); the handlers only feed it and turn its
 // result into a response. A request is decoded (a malformed one is answered 400), its namespace and
 // the WorkloadPolicies are read from the manager's cache (the compiled policies are rebuilt only
 // after a WorkloadPolicy event), and:

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // maxChildNameLength bounds the names of the Volcano Jobs a HyperJob is split into,

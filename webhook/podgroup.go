@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Volcano PodGroups (scheduling.volcano.sh/v1beta1): spec.queue (the CRD's "default" counts as

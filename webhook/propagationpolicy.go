@@ -4,7 +4,7 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Karmada PropagationPolicies (policy.karmada.io/v1alpha1): placement.clusterAffinity.clusterNames,

@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Volcano Jobs (batch.volcano.sh/v1alpha1): spec.queue, priorityClassName, schedulerName,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Warnings are shown by kubectl as "Warning: ..."; the apiserver truncates a response's warnings

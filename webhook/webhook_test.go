@@ -19,7 +19,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 var nsA = namespace("a", map[string]string{"team": "a"}, nil)

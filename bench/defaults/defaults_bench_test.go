@@ -12,7 +12,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 func policies(b *testing.B, n int) *defaults.Policies {

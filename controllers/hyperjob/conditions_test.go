@@ -12,7 +12,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 func vcjob(name string, phase batchv1alpha1.JobPhase, running, succeeded int32) *batchv1alpha1.Job {

@@ -25,7 +25,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // expectationTimeout bounds how long a HyperJob waits for the cache to show the controller's own

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 func TestExpectations(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/webhook"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // The whole admission chain of a deployed hyperbatch: a WorkloadPolicy governs a namespace, the

@@ -18,7 +18,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // applyManifest has one object of every kind and names none of the fields the policy defaults.

@@ -32,7 +32,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const allTeamA = "team-a/queue,priorityClassName,schedulerName,networkTopology,ttlSecondsAfterFinished,activeDeadlineSeconds"

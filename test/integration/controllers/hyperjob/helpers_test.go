@@ -23,7 +23,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const gpu = "nvidia.com/gpu"

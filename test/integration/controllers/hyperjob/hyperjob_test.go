@@ -19,7 +19,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const timeout = 30 * time.Second

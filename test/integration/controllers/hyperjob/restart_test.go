@@ -15,7 +15,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/webhook/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // bigName is the HyperJob of the 1,000-child test.
