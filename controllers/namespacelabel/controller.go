@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 	"github.com/hyperbatch/hyperbatch/webhook"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // ManagedAnnotation marks a pod-webhook label this controller set (and may therefore remove).

@@ -15,8 +15,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/webhook"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
 // The whole admission chain of a deployed hyperbatch: a WorkloadPolicy governs a namespace, the

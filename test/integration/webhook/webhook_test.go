@@ -30,9 +30,9 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const allTeamA = "team-a/queue,priorityClassName,schedulerName,networkTopology,ttlSecondsAfterFinished,activeDeadlineSeconds"
