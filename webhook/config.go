@@ -12,6 +12,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // Names and defaults of the webhook configurations.
@@ -22,12 +24,6 @@ const (
 	DefaultNamespace   = "hyperbatch-system"
 	DefaultServiceName = "hyperbatch-webhook"
 	DefaultServicePort = int32(443)
-
-	// PodNamespaceLabel=PodNamespaceLabelValue on a Namespace opts its Pods in to the Pod webhooks
-	// (the default ConfigOptions.PodNamespaceSelector). Label the namespaces your WorkloadPolicies
-	// govern; Pods of other namespaces never reach hyperbatch.
-	PodNamespaceLabel      = "hyperbatch.dev/pod-webhook"
-	PodNamespaceLabelValue = "enabled"
 )
 
 // Timeouts of the webhook entries, in seconds (see docs/webhooks.md for the reasoning).
@@ -63,7 +59,7 @@ type ConfigOptions struct {
 	ExcludedNamespaces []string
 
 	// PodNamespaceSelector picks the namespaces whose Pods the Pod webhooks admit (the exclusions
-	// above still apply). nil means namespaces labelled PodNamespaceLabel=PodNamespaceLabelValue;
+	// above still apply). nil means namespaces labelled hyperbatch.dev/pod-webhook=enabled (hbv1.PodWebhookLabel);
 	// an empty selector means every namespace.
 	PodNamespaceSelector *metav1.LabelSelector
 
@@ -238,7 +234,7 @@ func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
 	}
 	pods := o.PodNamespaceSelector
 	if pods == nil {
-		pods = &metav1.LabelSelector{MatchLabels: map[string]string{PodNamespaceLabel: PodNamespaceLabelValue}}
+		pods = &metav1.LabelSelector{MatchLabels: map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}}
 	}
 	sel.MatchLabels = copyMap(pods.MatchLabels)
 	sel.MatchExpressions = append(sel.MatchExpressions, pods.DeepCopy().MatchExpressions...)

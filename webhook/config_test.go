@@ -8,6 +8,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // config/webhook/manifests.yaml is generated from Configurations; it must not drift.
@@ -73,7 +75,7 @@ func TestConfigurations(t *testing.T) {
 		t.Errorf("hyperjob URL %q", got)
 	}
 	pod := mwc.Webhooks[0]
-	if pod.NamespaceSelector.MatchLabels[PodNamespaceLabel] != PodNamespaceLabelValue || pod.ObjectSelector == nil ||
+	if pod.NamespaceSelector.MatchLabels[hbv1.PodWebhookLabel] != hbv1.PodWebhookLabelEnabled || pod.ObjectSelector == nil ||
 		len(pod.Rules[0].Operations) != 2 || *pod.TimeoutSeconds != PodTimeoutSeconds {
 		t.Errorf("pod webhook %+v", pod)
 	}

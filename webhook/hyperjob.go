@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -10,17 +9,8 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/naming"
 )
-
-// maxChildNameLength bounds the names of the Volcano Jobs a HyperJob is split into,
-// {hyperjob}-{replicatedjob}-{index} (Volcano's limit on a Job name).
-const maxChildNameLength = validation.DNS1123LabelMaxLength
-
-// childName is the name of the index-th Volcano Job made from a HyperJob's replicatedJob; it must
-// agree with the HyperJob controller's naming.
-func childName(hyperJob, replicatedJob string, index int32) string {
-	return fmt.Sprintf("%s-%s-%d", hyperJob, replicatedJob, index)
-}
 
 // HyperJobs (training.volcano.sh/v1alpha1): every replicatedJob's templateSpec gets queue (the CRD's
 // "default" counts as unset), priorityClassName, schedulerName and networkTopology; the HyperJob gets
@@ -89,10 +79,8 @@ func (c *checker) replicatedJobShape(hyperJob string, p *field.Path, rj *trainin
 	if !nameOK || hyperJob == "" {
 		return
 	}
-	if longest := childName(hyperJob, rj.Name, rj.Replicas-1); len(longest) > maxChildNameLength {
-		c.errs = append(c.errs, field.Invalid(p.Child("name"), rj.Name, fmt.Sprintf(
-			"the Volcano Jobs made from this replicatedJob are named {hyperjob}-{replicatedjob}-{index}; the longest, %q, is %d characters, "+
-				"more than %d: shorten the HyperJob name (%d characters) or the replicatedJob name (%d characters) by %d",
-			longest, len(longest), maxChildNameLength, len(hyperJob), len(rj.Name), len(longest)-maxChildNameLength)))
+	if err := naming.CheckChildJobNames(hyperJob, rj.Name, int(rj.Replicas)); err != nil {
+		c.errs = append(c.errs, field.Invalid(p.Child("name"), rj.Name, err.Error()))
 	}
+
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
@@ -156,7 +157,7 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 	// on a copy without it, so the warning names only the sources this request used. Without
 	// history that run would repeat the first one exactly.
 	defaultedBy := res.DefaultedBy
-	if _, hadHistory := obj.GetAnnotations()[defaults.DefaultedByAnnotation]; hadHistory {
+	if _, hadHistory := obj.GetAnnotations()[hbv1.DefaultedByAnnotation]; hadHistory {
 		fresh := obj.DeepCopyObject().(T)
 		withoutDefaultedBy(fresh)
 		defaultedBy = m.apply(fresh, ns, pols).DefaultedBy
@@ -206,7 +207,7 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 		}
 	}
 	// The history annotation is bookkeeping of the object's whole life: keep it too.
-	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: defaults.DefaultedByAnnotation}}
+	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: hbv1.DefaultedByAnnotation}}
 	if cur, _ := lookup(dst.root, defaultedBy); isBlank(cur) {
 		if prev, ok := lookup(oldRaw, defaultedBy); ok && !isBlank(prev) {
 			set(dst, defaultedBy, prev)
@@ -344,12 +345,12 @@ func isBlank(v any) bool {
 
 func withoutDefaultedBy(obj client.Object) {
 	ann := obj.GetAnnotations()
-	if _, ok := ann[defaults.DefaultedByAnnotation]; !ok {
+	if _, ok := ann[hbv1.DefaultedByAnnotation]; !ok {
 		return
 	}
 	cp := make(map[string]string, len(ann))
 	for k, v := range ann {
-		if k != defaults.DefaultedByAnnotation {
+		if k != hbv1.DefaultedByAnnotation {
 			cp[k] = v
 		}
 	}

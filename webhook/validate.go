@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
@@ -140,8 +141,8 @@ func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
 		min  int64
 		bits int
 	}{
-		{defaults.TTLSecondsAfterFinishedAnnotation, 0, 32},
-		{defaults.ActiveDeadlineSecondsAnnotation, 1, 64},
+		{hbv1.TTLSecondsAfterFinishedAnnotation, 0, 32},
+		{hbv1.ActiveDeadlineSecondsAnnotation, 1, 64},
 	} {
 		p := base.Key(a.key)
 		v, has := obj.GetAnnotations()[a.key]
@@ -170,7 +171,7 @@ func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
 			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be greater than or equal to %d", a.min)))
 			continue
 		}
-		if a.key == defaults.TTLSecondsAfterFinishedAnnotation {
+		if a.key == hbv1.TTLSecondsAfterFinishedAnnotation {
 			c.ttlWarning(p, n)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
@@ -65,9 +66,9 @@ func shortField(path string) string {
 		return defaults.FieldSchedulerName
 	case strings.Contains(path, "networkTopology"), strings.Contains(path, "network-topology"):
 		return defaults.FieldNetworkTopology
-	case strings.HasSuffix(path, "ttlSecondsAfterFinished"), strings.Contains(path, defaults.TTLSecondsAfterFinishedAnnotation):
+	case strings.HasSuffix(path, "ttlSecondsAfterFinished"), strings.Contains(path, hbv1.TTLSecondsAfterFinishedAnnotation):
 		return defaults.FieldTTLSecondsAfterFinished
-	case strings.Contains(path, defaults.ActiveDeadlineSecondsAnnotation):
+	case strings.Contains(path, hbv1.ActiveDeadlineSecondsAnnotation):
 		return defaults.FieldActiveDeadlineSeconds
 	case strings.HasSuffix(path, ".clusterNames"):
 		return defaults.FieldClusterNames
@@ -155,5 +156,5 @@ func clip(s string) string {
 	if utf8.RuneCountInString(s) <= maxWarningRunes {
 		return s
 	}
-	return string([]rune(s)[:maxWarningRunes]) + "… (see the " + defaults.DefaultedByAnnotation + " annotation)"
+	return string([]rune(s)[:maxWarningRunes]) + "… (see the " + hbv1.DefaultedByAnnotation + " annotation)"
 }

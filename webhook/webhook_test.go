@@ -19,6 +19,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
@@ -42,7 +43,7 @@ func TestPodCreate(t *testing.T) {
 		t.Errorf("priority %v / preemption %v, want 1000 / PreemptLowerPriority from the PriorityClass", got.Spec.Priority, got.Spec.PreemptionPolicy)
 	}
 	if got.Annotations[defaults.QueueNameAnnotation] != "team-a" ||
-		got.Annotations[defaults.DefaultedByAnnotation] != "team-a/queue,priorityClassName,schedulerName,networkTopology" {
+		got.Annotations[hbv1.DefaultedByAnnotation] != "team-a/queue,priorityClassName,schedulerName,networkTopology" {
 		t.Errorf("annotations %v", got.Annotations)
 	}
 	wantWarning(t, resp, "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=team-a",
@@ -113,7 +114,7 @@ func TestVolcanoJobCreateAndUpdate(t *testing.T) {
 	var created batchv1alpha1.Job
 	resp := admit(t, d.volcanoJobMutator(), request(t, KindVolcanoJob, admissionv1.Create, in, nil), &created)
 	if created.Spec.Queue != "team-a" || created.Spec.TTLSecondsAfterFinished == nil || *created.Spec.TTLSecondsAfterFinished != 86400 ||
-		created.Annotations[defaults.ActiveDeadlineSecondsAnnotation] != "604800" || created.Spec.NetworkTopology == nil {
+		created.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" || created.Spec.NetworkTopology == nil {
 		t.Fatalf("not defaulted: %+v %v", created.Spec, created.Annotations)
 	}
 	wantWarning(t, resp, "spec.queue=team-a", `spec.networkTopology={"highestTierAllowed":2,"mode":"hard"}`, "from WorkloadPolicy team-a")
@@ -128,8 +129,8 @@ func TestVolcanoJobCreateAndUpdate(t *testing.T) {
 	var updated batchv1alpha1.Job
 	resp = admit(t, d2.volcanoJobMutator(), request(t, KindVolcanoJob, admissionv1.Update, dropped, &created), &updated)
 	if updated.Spec.Queue != "team-a" || updated.Spec.PriorityClassName != "batch-normal" ||
-		updated.Annotations[defaults.DefaultedByAnnotation] != created.Annotations[defaults.DefaultedByAnnotation] ||
-		updated.Annotations["user"] != "x" || updated.Annotations[defaults.ActiveDeadlineSecondsAnnotation] != "604800" {
+		updated.Annotations[hbv1.DefaultedByAnnotation] != created.Annotations[hbv1.DefaultedByAnnotation] ||
+		updated.Annotations["user"] != "x" || updated.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" {
 		t.Errorf("update did not keep the old defaults: %+v %v", updated.Spec, updated.Annotations)
 	}
 	if len(resp.Warnings) != 0 {
@@ -223,7 +224,7 @@ func TestValidateLifecycle(t *testing.T) {
 			Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", Replicas: 1,
 				TemplateSpec: batchv1alpha1.JobSpec{Queue: "team-a"}}}}}
 	}
-	ttl, dl := defaults.TTLSecondsAfterFinishedAnnotation, defaults.ActiveDeadlineSecondsAnnotation
+	ttl, dl := hbv1.TTLSecondsAfterFinishedAnnotation, hbv1.ActiveDeadlineSecondsAnnotation
 	v := d.hyperJobValidator()
 	cases := []struct {
 		name     string
@@ -347,7 +348,7 @@ func TestPodGroupAndHyperJobDefaults(t *testing.T) {
 	var pg schedulingv1beta1.PodGroup
 	resp := admit(t, d.podGroupMutator(), request(t, KindPodGroup, admissionv1.Create, &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ml"}, Spec: schedulingv1beta1.PodGroupSpec{Queue: "default"}}, nil), &pg)
-	if pg.Spec.Queue != "shared" || pg.Annotations[defaults.DefaultedByAnnotation] != "namespace:ml/queue;team-a/priorityClassName,networkTopology" {
+	if pg.Spec.Queue != "shared" || pg.Annotations[hbv1.DefaultedByAnnotation] != "namespace:ml/queue;team-a/priorityClassName,networkTopology" {
 		t.Errorf("podgroup: %+v %v", pg.Spec, pg.Annotations)
 	}
 	wantWarning(t, resp, "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)", "spec.priorityClassName=batch-normal")
@@ -357,7 +358,7 @@ func TestPodGroupAndHyperJobDefaults(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "hj", Namespace: "ml"}, Spec: trainingv1alpha1.HyperJobSpec{
 			ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", Replicas: 1, TemplateSpec: batchv1alpha1.JobSpec{Queue: "default", PriorityClassName: "mine"}}}}}, nil), &hj)
 	ts := hj.Spec.ReplicatedJobs[0].TemplateSpec
-	if ts.Queue != "shared" || ts.PriorityClassName != "mine" || hj.Annotations[defaults.TTLSecondsAfterFinishedAnnotation] != "86400" {
+	if ts.Queue != "shared" || ts.PriorityClassName != "mine" || hj.Annotations[hbv1.TTLSecondsAfterFinishedAnnotation] != "86400" {
 		t.Errorf("hyperjob: %+v %v", ts, hj.Annotations)
 	}
 }

@@ -74,7 +74,7 @@ func TestMain(m *testing.M) {
 		Fixtures: []client.Object{
 			&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000},
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNS, Labels: map[string]string{
-				"team": "bench", hbwebhook.PodNamespaceLabel: hbwebhook.PodNamespaceLabelValue}}},
+				"team": "bench", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}}},
 			&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: hbv1.WorkloadPolicySpec{
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "bench"}},
 				Defaults:          hbv1.PolicyDefaults{Queue: "bench", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler"},

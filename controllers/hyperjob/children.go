@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,26 +13,18 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/naming"
 )
 
 // HashLength is the length of the hash label values: SHA-256 in lowercase hex, truncated to the
 // longest value a label may hold.
 const HashLength = validation.LabelValueMaxLength
 
-// maxChildNameLength is Volcano's limit on a Job name (its admission webhook checks the name is a
-// qualified name, at most 63 characters); every child name must fit it.
-const maxChildNameLength = 63
-
 // maxChildrenPerReplicatedJob bounds replicas × parts of one replicatedJob so a typo cannot ask the
 // apiserver for millions of objects.
 const maxChildrenPerReplicatedJob = 100000
-
-// ChildName is the name of the index-th child Volcano Job (and its PropagationPolicy) of a
-// replicatedJob: {hyperjob}-{replicatedjob}-{index}.
-func ChildName(hyperJob, replicatedJob string, index int) string {
-	return hyperJob + "-" + replicatedJob + "-" + strconv.Itoa(index)
-}
 
 // Hash is the SHA-256 of v's canonical JSON (encoding/json: struct fields in declaration order,
 // map keys sorted, empty optional fields omitted), hex-encoded and truncated to HashLength so it is
@@ -81,7 +72,7 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 
 	if errs := validation.IsValidLabelValue(hj.Name); len(errs) > 0 {
 		return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidName,
-			Message: fmt.Sprintf("the HyperJob name %q cannot be the value of the %s label on its children: %v", hj.Name, defaults.HyperJobNameKey, errs)})
+			Message: fmt.Sprintf("the HyperJob name %q cannot be the value of the %s label on its children: %v", hj.Name, hbv1.HyperJobNameLabel, errs)})
 	}
 	type rjPlan struct {
 		rj       *trainingv1alpha1.ReplicatedJob
@@ -95,7 +86,7 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 		rj := &hj.Spec.ReplicatedJobs[i]
 		if errs := validation.IsValidLabelValue(rj.Name); len(errs) > 0 || rj.Name == "" {
 			return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidName,
-				Message: fmt.Sprintf("replicatedJob name %q cannot be the value of the %s label: %v", rj.Name, defaults.ReplicatedJobNameKey, errs)})
+				Message: fmt.Sprintf("replicatedJob name %q cannot be the value of the %s label: %v", rj.Name, hbv1.ReplicatedJobNameLabel, errs)})
 		}
 		if rj.Replicas < 0 {
 			return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidReplicas,
@@ -113,11 +104,9 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 		}
 		total += n
 		if n > 0 {
-			last := ChildName(hj.Name, rj.Name, int(n-1))
-			if len(last) > maxChildNameLength || len(validation.IsDNS1123Subdomain(last)) > 0 {
+			if err := naming.CheckChildJobNames(hj.Name, rj.Name, int(n)); err != nil {
 				return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidName,
-					Message: fmt.Sprintf("child name %q is not a valid Volcano Job name (a DNS subdomain of at most %d characters); shorten the HyperJob or replicatedJob name",
-						last, maxChildNameLength)})
+					Message: fmt.Sprintf("replicatedJob %q: %v", rj.Name, err)})
 			}
 		}
 		h, err := Hash(&s.Template)
@@ -187,7 +176,7 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 		names := make([]string, 0, n)
 		tmpl := r.split.Template
 		for i := 0; i < n; i++ {
-			name := ChildName(hj.Name, r.rj.Name, i)
+			name := naming.ChildJobName(hj.Name, r.rj.Name, i)
 			pp := desiredPP(hj, r.rj.Name, name, r.rj.ClusterNames)
 			defaults.PropagationPolicy(pp, ns, pols)
 			if hj.Spec.MaxDomains != nil {
@@ -197,7 +186,7 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 			if err != nil {
 				return nil, err
 			}
-			pp.Labels[defaults.PPSpecHashAnnotation] = ppHash
+			pp.Labels[hbv1.PPSpecHashLabel] = ppHash
 			p.children = append(p.children, child{name: name, replicatedJob: r.rj.Name, template: &tmpl,
 				templateHash: r.hash, pp: pp, ppHash: ppHash})
 			names = append(names, name)
@@ -217,7 +206,7 @@ func setClusterNames(pp *policyv1alpha1.PropagationPolicy, names []string) {
 
 // childLabels are the labels both kinds of child carry (design.md section 5).
 func childLabels(hj *trainingv1alpha1.HyperJob, rj string) map[string]string {
-	return map[string]string{defaults.HyperJobNameKey: hj.Name, defaults.ReplicatedJobNameKey: rj}
+	return map[string]string{hbv1.HyperJobNameLabel: hj.Name, hbv1.ReplicatedJobNameLabel: rj}
 }
 
 func controllerRef(hj *trainingv1alpha1.HyperJob) metav1.OwnerReference {
@@ -259,7 +248,7 @@ func desiredPP(hj *trainingv1alpha1.HyperJob, rj, name string, clusters []string
 // so a WorkloadPolicy change never recreates running children.
 func desiredJob(hj *trainingv1alpha1.HyperJob, c *child, ns defaults.Namespace, pols *defaults.Policies) *batchv1alpha1.Job {
 	labels := childLabels(hj, c.replicatedJob)
-	labels[defaults.VCJobTemplateSpecHashAnnotation] = c.templateHash
+	labels[hbv1.VCJobTemplateSpecHashLabel] = c.templateHash
 	job := &batchv1alpha1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: hj.Namespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{controllerRef(hj)}},

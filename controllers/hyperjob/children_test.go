@@ -16,12 +16,6 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
-func TestChildName(t *testing.T) {
-	if got := ChildName("llm", "trainer", 12); got != "llm-trainer-12" {
-		t.Fatalf("ChildName = %q", got)
-	}
-}
-
 func TestHash(t *testing.T) {
 	spec := batchv1alpha1.JobSpec{Queue: "q", Tasks: []batchv1alpha1.TaskSpec{task("w", 2, "1")}}
 	h1, err := Hash(&spec)
@@ -94,10 +88,10 @@ func TestBuildPlanChildren(t *testing.T) {
 	if got, want := mustHash(t, &pp.Spec), mustHash(t, &wantSpec); got != want || ppDrifted(&policyv1alpha1.PropagationPolicy{Spec: wantSpec}, pp) {
 		t.Fatalf("PropagationPolicy spec %+v, want %+v", pp.Spec, wantSpec)
 	}
-	if h, _ := Hash(&pp.Spec); pp.Labels[defaults.PPSpecHashAnnotation] != h || h != p.children[0].ppHash {
+	if h, _ := Hash(&pp.Spec); pp.Labels[hbv1.PPSpecHashLabel] != h || h != p.children[0].ppHash {
 		t.Error("pp-spec-hash label is not the hash of the spec")
 	}
-	if pp.Labels[defaults.HyperJobNameKey] != "hj" || pp.Labels[defaults.ReplicatedJobNameKey] != "a" {
+	if pp.Labels[hbv1.HyperJobNameLabel] != "hj" || pp.Labels[hbv1.ReplicatedJobNameLabel] != "a" {
 		t.Errorf("PropagationPolicy labels %v", pp.Labels)
 	}
 	if ref := metav1.GetControllerOf(pp); ref == nil || ref.UID != "uid-1" || ref.Kind != "HyperJob" {
@@ -108,8 +102,8 @@ func TestBuildPlanChildren(t *testing.T) {
 	}
 
 	job := desiredJob(hj, &p.children[2], defaults.Namespace{Name: "ns"}, nil)
-	if job.Name != "hj-b-0" || job.Labels[defaults.VCJobTemplateSpecHashAnnotation] != p.children[2].templateHash ||
-		job.Labels[defaults.ReplicatedJobNameKey] != "b" || !metav1.IsControlledBy(job, hj) {
+	if job.Name != "hj-b-0" || job.Labels[hbv1.VCJobTemplateSpecHashLabel] != p.children[2].templateHash ||
+		job.Labels[hbv1.ReplicatedJobNameLabel] != "b" || !metav1.IsControlledBy(job, hj) {
 		t.Errorf("job %s labels %v", job.Name, job.Labels)
 	}
 	job.Spec.Tasks[0].Replicas = 99
@@ -145,14 +139,14 @@ func TestBuildPlanPolicyDefaults(t *testing.T) {
 	if got := open.Spec.Placement.SpreadConstraints; len(got) != 1 || got[0].MaxGroups != 1 {
 		t.Errorf("the child's own spread constraint must win over the policy's maxClusters: %+v", got)
 	}
-	if got := open.Annotations[defaults.DefaultedByAnnotation]; got != "team/clusterNames" {
+	if got := open.Annotations[hbv1.DefaultedByAnnotation]; got != "team/clusterNames" {
 		t.Errorf("defaulted-by = %q", got)
 	}
 	job := desiredJob(hj, &p.children[1], ns, pols)
 	if job.Spec.Queue != "team-q" || job.Spec.TTLSecondsAfterFinished == nil || *job.Spec.TTLSecondsAfterFinished != 60 {
 		t.Errorf("child job not defaulted: queue %q ttl %v", job.Spec.Queue, job.Spec.TTLSecondsAfterFinished)
 	}
-	if job.Labels[defaults.VCJobTemplateSpecHashAnnotation] != p.children[1].templateHash {
+	if job.Labels[hbv1.VCJobTemplateSpecHashLabel] != p.children[1].templateHash {
 		t.Error("template hash must be of the template before policy defaults")
 	}
 	// A policy change leaves the template hash alone.

@@ -12,11 +12,12 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 func vcjob(name string, phase batchv1alpha1.JobPhase, running, succeeded int32) *batchv1alpha1.Job {
-	return &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{defaults.ReplicatedJobNameKey: "a"}},
+	return &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{hbv1.ReplicatedJobNameLabel: "a"}},
 		Status: batchv1alpha1.JobStatus{State: batchv1alpha1.JobState{Phase: phase}, Running: running, Succeeded: succeeded}}
 }
 

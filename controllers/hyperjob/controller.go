@@ -25,7 +25,6 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const (
@@ -39,7 +38,7 @@ const (
 	// controllerUIDIndex indexes children by the UID of their controlling HyperJob.
 	controllerUIDIndex = "hyperbatch.dev/hyperjob-controller-uid"
 
-	childReplicatedJobLabel = defaults.ReplicatedJobNameKey
+	childReplicatedJobLabel = hbv1.ReplicatedJobNameLabel
 
 	maxConcurrentReconciles = 4
 	// staleCacheRequeue is how soon a reconcile that found its cached HyperJob stale is retried

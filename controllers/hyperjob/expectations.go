@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // expectationTimeout bounds how long a HyperJob waits for the cache to show the controller's own
@@ -107,7 +107,7 @@ func (e *expectations) satisfied(hj hyperJobRef, jobs map[string]*batchv1alpha1.
 		}
 	}
 	for name, h := range p.applies {
-		if pp := pps[name]; pp != nil && pp.Labels[defaults.PPSpecHashAnnotation] == h {
+		if pp := pps[name]; pp != nil && pp.Labels[hbv1.PPSpecHashLabel] == h {
 			delete(p.applies, name)
 		}
 	}

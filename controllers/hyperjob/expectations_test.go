@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 func TestExpectations(t *testing.T) {
@@ -27,11 +27,11 @@ func TestExpectations(t *testing.T) {
 	}
 	jobs := map[string]*batchv1alpha1.Job{"hj-a-0": {ObjectMeta: metav1.ObjectMeta{Name: "hj-a-0", UID: "j0"}}}
 	pps := map[string]*policyv1alpha1.PropagationPolicy{"hj-a-0": {ObjectMeta: metav1.ObjectMeta{Name: "hj-a-0",
-		Labels: map[string]string{defaults.PPSpecHashAnnotation: "old"}}}}
+		Labels: map[string]string{hbv1.PPSpecHashLabel: "old"}}}}
 	if ok, _ := e.satisfied(ref, jobs, pps); ok {
 		t.Fatal("the applied hash is not in the cache yet")
 	}
-	pps["hj-a-0"].Labels[defaults.PPSpecHashAnnotation] = "h0"
+	pps["hj-a-0"].Labels[hbv1.PPSpecHashLabel] = "h0"
 	if ok, _ := e.satisfied(ref, jobs, pps); !ok {
 		t.Fatal("all expectations met: created job cached, deleted job gone, applied hash cached")
 	}

@@ -93,7 +93,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		desired[c.name] = true
 		if pp := pps[c.name]; pp == nil {
 			applyPPs = append(applyPPs, c)
-		} else if pp.DeletionTimestamp == nil && (pp.Labels[defaults.PPSpecHashAnnotation] != c.ppHash || ppDrifted(c.pp, pp)) {
+		} else if pp.DeletionTimestamp == nil && (pp.Labels[hbv1.PPSpecHashLabel] != c.ppHash || ppDrifted(c.pp, pp)) {
 			applyPPs = append(applyPPs, c)
 		}
 		job := jobs[c.name]
@@ -105,7 +105,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			createJobs = append(createJobs, c)
 		case job.DeletionTimestamp != nil:
 			terminating++
-		case job.Labels[defaults.VCJobTemplateSpecHashAnnotation] != c.templateHash && !finished(job.Status.State.Phase):
+		case job.Labels[hbv1.VCJobTemplateSpecHashLabel] != c.templateHash && !finished(job.Status.State.Phase):
 			recreate = append(recreate, job)
 		}
 	}

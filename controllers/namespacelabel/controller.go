@@ -20,11 +20,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/enqueue"
-	"github.com/hyperbatch/hyperbatch/webhook"
 )
-
-// ManagedAnnotation marks a pod-webhook label this controller set (and may therefore remove).
-const ManagedAnnotation = "hyperbatch.dev/pod-webhook-managed"
 
 // Reconciler keeps the pod-webhook label of one namespace in line with the policies.
 type Reconciler struct {
@@ -68,8 +64,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	governing := pols.MatchNamespace(defaults.NamespaceOf(&ns))
 	want := governing != nil && !r.excluded[ns.Name]
 
-	labelled := ns.Labels[webhook.PodNamespaceLabel] == webhook.PodNamespaceLabelValue
-	managed := ns.Annotations[ManagedAnnotation] == "true"
+	labelled := ns.Labels[hbv1.PodWebhookLabel] == hbv1.PodWebhookLabelEnabled
+	managed := ns.Annotations[hbv1.PodWebhookManagedAnnotation] == "true"
 	patch := client.MergeFrom(ns.DeepCopy())
 	switch {
 	case want && !labelled:
@@ -79,16 +75,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if ns.Annotations == nil {
 			ns.Annotations = map[string]string{}
 		}
-		ns.Labels[webhook.PodNamespaceLabel] = webhook.PodNamespaceLabelValue
-		ns.Annotations[ManagedAnnotation] = "true"
+		ns.Labels[hbv1.PodWebhookLabel] = hbv1.PodWebhookLabelEnabled
+		ns.Annotations[hbv1.PodWebhookManagedAnnotation] = "true"
 		if err := r.client.Patch(ctx, &ns, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("labelling namespace %s for the Pod webhooks: %w", ns.Name, err)
 		}
 		r.recorder.Eventf(&ns, corev1.EventTypeNormal, "PodWebhookEnabled", "WorkloadPolicy %s governs this namespace: its Pods now get hyperbatch defaults", governing.Name)
 		log.FromContext(ctx).Info("namespace opted in to the Pod webhooks", "namespace", ns.Name, "policy", governing.Name)
 	case !want && labelled && managed:
-		delete(ns.Labels, webhook.PodNamespaceLabel)
-		delete(ns.Annotations, ManagedAnnotation)
+		delete(ns.Labels, hbv1.PodWebhookLabel)
+		delete(ns.Annotations, hbv1.PodWebhookManagedAnnotation)
 		if err := r.client.Patch(ctx, &ns, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing the Pod webhook label of namespace %s: %w", ns.Name, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 )
 
@@ -51,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status := p.Status.DeepCopy()
 	status.ObservedGeneration = p.Generation
 
-	sel, selErr := SelectorOf(&p)
+	sel, selErr := defaults.NamespaceSelector(&p)
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Valid",
 		Message: "policy is valid and governs the namespaces its selector matches", ObservedGeneration: p.Generation}
 	if selErr != nil {
@@ -83,16 +84,4 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("updating status of WorkloadPolicy %s: %w", p.Name, err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// SelectorOf turns a policy's namespaceSelector into a labels.Selector; an empty selector matches all.
-func SelectorOf(p *hbv1.WorkloadPolicy) (labels.Selector, error) {
-	if p.Spec.NamespaceSelector == nil {
-		return labels.Everything(), nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
-	if err != nil {
-		return nil, fmt.Errorf("spec.namespaceSelector is invalid: %w", err)
-	}
-	return sel, nil
 }

@@ -82,10 +82,10 @@ func checkHistory(t *testing.T, before, after metav1.ObjectMeta, res Result) {
 		}
 		return
 	}
-	if after.Annotations[DefaultedByAnnotation] != res.DefaultedBy {
-		t.Fatalf("annotation %q != Result.DefaultedBy %q", after.Annotations[DefaultedByAnnotation], res.DefaultedBy)
+	if after.Annotations[hbv1.DefaultedByAnnotation] != res.DefaultedBy {
+		t.Fatalf("annotation %q != Result.DefaultedBy %q", after.Annotations[hbv1.DefaultedByAnnotation], res.DefaultedBy)
 	}
-	old, now := parseDefaultedBy(before.Annotations[DefaultedByAnnotation]), parseDefaultedBy(res.DefaultedBy)
+	old, now := parseDefaultedBy(before.Annotations[hbv1.DefaultedByAnnotation]), parseDefaultedBy(res.DefaultedBy)
 	for _, e := range old.entries {
 		i := slices.IndexFunc(now.entries, func(n provenanceEntry) bool { return n.source == e.source })
 		for _, f := range e.fields {
@@ -135,7 +135,7 @@ func FuzzPodDefaults(f *testing.F) {
 			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, NetworkTopologyHighestTierAnnotation)
 		}
 		if res.Changed() {
-			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, DefaultedByAnnotation)
+			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, hbv1.DefaultedByAnnotation)
 		}
 		if before.Spec.PriorityClassName == "" {
 			exp.Spec.PriorityClassName, exp.Spec.Priority, exp.Spec.PreemptionPolicy =
@@ -203,11 +203,11 @@ func FuzzVolcanoJobDefaults(f *testing.F) {
 		if before.Spec.TTLSecondsAfterFinished == nil {
 			exp.Spec.TTLSecondsAfterFinished = once.Spec.TTLSecondsAfterFinished
 		}
-		if strings.TrimSpace(before.Annotations[ActiveDeadlineSecondsAnnotation]) == "" {
-			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, ActiveDeadlineSecondsAnnotation)
+		if strings.TrimSpace(before.Annotations[hbv1.ActiveDeadlineSecondsAnnotation]) == "" {
+			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, hbv1.ActiveDeadlineSecondsAnnotation)
 		}
 		if res.Changed() {
-			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, DefaultedByAnnotation)
+			carryAnnotation(&exp.ObjectMeta, once.ObjectMeta, hbv1.DefaultedByAnnotation)
 		}
 		if !reflect.DeepEqual(exp, once) {
 			t.Fatalf("a user-set field changed (-allowed +got):\n%s", diff.Diff(exp, once))

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // HyperJob fills queue, priorityClassName, schedulerName and networkTopology into every
@@ -18,9 +20,9 @@ func HyperJob(hj *trainingv1alpha1.HyperJob, ns Namespace, pols *Policies) Resul
 	for i := range hj.Spec.ReplicatedJobs {
 		r.fillJobSpec(&hj.Spec.ReplicatedJobs[i].TemplateSpec, "spec.replicatedJobs["+strconv.Itoa(i)+"].templateSpec")
 	}
-	r.fillAnnotation(&hj.ObjectMeta, TTLSecondsAfterFinishedAnnotation, formatInt32(d.TTLSecondsAfterFinished),
+	r.fillAnnotation(&hj.ObjectMeta, hbv1.TTLSecondsAfterFinishedAnnotation, formatInt32(d.TTLSecondsAfterFinished),
 		FieldTTLSecondsAfterFinished, r.policySource())
-	r.fillAnnotation(&hj.ObjectMeta, ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
+	r.fillAnnotation(&hj.ObjectMeta, hbv1.ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
 		FieldActiveDeadlineSeconds, r.policySource())
 	return r.finish(&hj.ObjectMeta)
 }

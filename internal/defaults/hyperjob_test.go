@@ -33,7 +33,7 @@ func TestHyperJob(t *testing.T) {
 	}
 	user := batchv1alpha1.JobSpec{Queue: "q", PriorityClassName: "p", SchedulerName: "s",
 		NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: "soft"}}
-	lifecycle := map[string]string{TTLSecondsAfterFinishedAnnotation: "1", ActiveDeadlineSecondsAnnotation: "2"}
+	lifecycle := map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: "1", hbv1.ActiveDeadlineSecondsAnnotation: "2"}
 
 	tests := []struct {
 		name string
@@ -48,11 +48,11 @@ func TestHyperJob(t *testing.T) {
 		ns:   nsA,
 		in:   hyperJob(nil, batchv1alpha1.JobSpec{}, batchv1alpha1.JobSpec{Queue: "default"}),
 		want: hyperJob(map[string]string{
-			TTLSecondsAfterFinishedAnnotation: "86400", ActiveDeadlineSecondsAnnotation: "604800", DefaultedByAnnotation: all,
+			hbv1.TTLSecondsAfterFinishedAnnotation: "86400", hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all,
 		}, defaulted, defaulted),
 		res: Result{Policy: "team-a", Fields: append(append(tmpl("0"), tmpl("1")...),
-			"metadata.annotations["+TTLSecondsAfterFinishedAnnotation+"]",
-			"metadata.annotations["+ActiveDeadlineSecondsAnnotation+"]"), DefaultedBy: all},
+			"metadata.annotations["+hbv1.TTLSecondsAfterFinishedAnnotation+"]",
+			"metadata.annotations["+hbv1.ActiveDeadlineSecondsAnnotation+"]"), DefaultedBy: all},
 	}, {
 		name: "user values kept",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -69,8 +69,8 @@ func TestHyperJob(t *testing.T) {
 			s.Queue = ""
 			return s
 		}()),
-		want: hyperJob(map[string]string{TTLSecondsAfterFinishedAnnotation: "1", ActiveDeadlineSecondsAnnotation: "2",
-			DefaultedByAnnotation: "namespace:ml/queue"}, func() batchv1alpha1.JobSpec {
+		want: hyperJob(map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: "1", hbv1.ActiveDeadlineSecondsAnnotation: "2",
+			hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, func() batchv1alpha1.JobSpec {
 			s := user
 			s.Queue = "ml-queue"
 			return s

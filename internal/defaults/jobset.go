@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // JobSet fills a JobSet's queue annotation, copies its queue into every replicatedJob's pod template
@@ -45,7 +47,7 @@ func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
 		js.Spec.TTLSecondsAfterFinished = &v
 		r.record("spec.ttlSecondsAfterFinished", FieldTTLSecondsAfterFinished, r.policySource())
 	}
-	r.fillAnnotation(&js.ObjectMeta, ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
+	r.fillAnnotation(&js.ObjectMeta, hbv1.ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
 		FieldActiveDeadlineSeconds, r.policySource())
 	return r.finish(&js.ObjectMeta)
 }

@@ -5,7 +5,8 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 )
 
-// Annotation and label keys (design.md section 5). Upstream keys are taken from upstream constants.
+// Upstream annotation keys the engine fills, taken from upstream constants. The keys hyperbatch
+// owns are in api/v1alpha1 (keys.go).
 const (
 	// QueueNameAnnotation is Volcano's queue on Pods, JobSets and Namespaces.
 	QueueNameAnnotation = schedulingv1beta1.QueueNameAnnotationKey
@@ -15,22 +16,6 @@ const (
 	NetworkTopologyModeAnnotation = topologyv1alpha1.NetworkTopologyModeAnnotationKey
 	// NetworkTopologyHighestTierAnnotation is the pod-level highest tier, a decimal integer.
 	NetworkTopologyHighestTierAnnotation = topologyv1alpha1.NetworkTopologyHighestTierAnnotationKey
-
-	// HyperJobNameKey names the HyperJob that owns a child object.
-	HyperJobNameKey = "volcano.sh/hyperjob-name"
-	// ReplicatedJobNameKey names the replicatedJob a child object was made from.
-	ReplicatedJobNameKey = "volcano.sh/replicatedjob-name"
-	// VCJobTemplateSpecHashAnnotation is the SHA-256 of a child Volcano Job's template spec.
-	VCJobTemplateSpecHashAnnotation = "volcano.sh/vcjob-template-spec-hash"
-	// PPSpecHashAnnotation is the SHA-256 of a child PropagationPolicy's spec.
-	PPSpecHashAnnotation = "volcano.sh/pp-spec-hash"
-
-	// TTLSecondsAfterFinishedAnnotation carries the TTL on kinds without a native field (HyperJob).
-	TTLSecondsAfterFinishedAnnotation = "hyperbatch.dev/ttl-seconds-after-finished"
-	// ActiveDeadlineSecondsAnnotation carries the deadline on HyperJobs, JobSets and Volcano Jobs.
-	ActiveDeadlineSecondsAnnotation = "hyperbatch.dev/active-deadline-seconds"
-	// DefaultedByAnnotation says which source filled which fields (format in the package doc).
-	DefaultedByAnnotation = "hyperbatch.dev/defaulted-by"
 )
 
 // Short field names used in the defaulted-by annotation, in the order they are written.

@@ -51,7 +51,7 @@ func TestPod(t *testing.T) {
 			QueueNameAnnotation:                  "team-a",
 			NetworkTopologyModeAnnotation:        "hard",
 			NetworkTopologyHighestTierAnnotation: "2",
-			DefaultedByAnnotation:                "team-a/queue,priorityClassName,schedulerName,networkTopology",
+			hbv1.DefaultedByAnnotation:           "team-a/queue,priorityClassName,schedulerName,networkTopology",
 		}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "batch-normal", "hyperbatch-scheduler"
 		}),
@@ -75,7 +75,7 @@ func TestPod(t *testing.T) {
 			s.PriorityClassName, s.SchedulerName = "high", corev1.DefaultSchedulerName
 		}),
 		want: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft",
-			DefaultedByAnnotation: "team-a/schedulerName"}, func(s *corev1.PodSpec) {
+			hbv1.DefaultedByAnnotation: "team-a/schedulerName"}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "high", "hyperbatch-scheduler"
 		}),
 		res: Result{Policy: "team-a", Fields: []string{"spec.schedulerName"}, DefaultedBy: "team-a/schedulerName"},
@@ -84,7 +84,7 @@ func TestPod(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{policy("no-sched", 0, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "q" })},
 		ns:   nsA,
 		in:   pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
-		want: pod(map[string]string{QueueNameAnnotation: "q", DefaultedByAnnotation: "no-sched/queue"}, func(s *corev1.PodSpec) {
+		want: pod(map[string]string{QueueNameAnnotation: "q", hbv1.DefaultedByAnnotation: "no-sched/queue"}, func(s *corev1.PodSpec) {
 			s.SchedulerName = corev1.DefaultSchedulerName
 		}),
 		res: Result{Policy: "no-sched", Fields: []string{qPath}, DefaultedBy: "no-sched/queue"},
@@ -103,20 +103,20 @@ func TestPod(t *testing.T) {
 		want: pod(map[string]string{
 			QueueNameAnnotation:                  "ml-queue",
 			NetworkTopologyHighestTierAnnotation: "1",
-			DefaultedByAnnotation:                "namespace:ml/queue",
+			hbv1.DefaultedByAnnotation:           "namespace:ml/queue",
 		}, func(s *corev1.PodSpec) { s.PriorityClassName, s.SchedulerName = "x", "y" }),
 		res: Result{Policy: "team-a", Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "namespace annotation applies without a policy",
 		ns:   Namespace{Name: "ml", Annotations: map[string]string{QueueNameAnnotation: " namespace/ batch "}},
 		in:   pod(nil, nil),
-		want: pod(map[string]string{QueueNameAnnotation: "namespace/batch", DefaultedByAnnotation: "namespace:ml/queue"}, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "namespace/batch", hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, nil),
 		res:  Result{Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "blank queue annotation is unset; history is merged",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
-		in: pod(map[string]string{QueueNameAnnotation: " ", DefaultedByAnnotation: "old/priorityClassName"}, func(s *corev1.PodSpec) {
+		in: pod(map[string]string{QueueNameAnnotation: " ", hbv1.DefaultedByAnnotation: "old/priorityClassName"}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "x", "y"
 			s.NodeName = "untouched"
 		}),
@@ -124,7 +124,7 @@ func TestPod(t *testing.T) {
 			QueueNameAnnotation:                  "team-a",
 			NetworkTopologyModeAnnotation:        "hard",
 			NetworkTopologyHighestTierAnnotation: "2",
-			DefaultedByAnnotation:                "old/priorityClassName;team-a/queue,networkTopology",
+			hbv1.DefaultedByAnnotation:           "old/priorityClassName;team-a/queue,networkTopology",
 		}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "x", "y"
 			s.NodeName = "untouched"
@@ -135,14 +135,14 @@ func TestPod(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{tierName},
 		ns:   nsA,
 		in:   pod(nil, nil),
-		want: pod(map[string]string{QueueNameAnnotation: "q", DefaultedByAnnotation: "named-tier/queue"}, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "q", hbv1.DefaultedByAnnotation: "named-tier/queue"}, nil),
 		res:  Result{Policy: "named-tier", Fields: []string{qPath}, DefaultedBy: "named-tier/queue"},
 	}, {
 		name: "empty mode is written as hard, no tier annotation",
 		pols: []hbv1.WorkloadPolicy{modeOnly},
 		ns:   nsA,
 		in:   pod(nil, nil),
-		want: pod(map[string]string{NetworkTopologyModeAnnotation: "hard", DefaultedByAnnotation: "mode-only/networkTopology"}, nil),
+		want: pod(map[string]string{NetworkTopologyModeAnnotation: "hard", hbv1.DefaultedByAnnotation: "mode-only/networkTopology"}, nil),
 		res:  Result{Policy: "mode-only", Fields: []string{modePath}, DefaultedBy: "mode-only/networkTopology"},
 	}, {
 		name: "higher weight wins",
@@ -152,7 +152,7 @@ func TestPod(t *testing.T) {
 		},
 		ns:   nsA,
 		in:   pod(nil, nil),
-		want: pod(map[string]string{QueueNameAnnotation: "high", DefaultedByAnnotation: "z-high/queue"}, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "high", hbv1.DefaultedByAnnotation: "z-high/queue"}, nil),
 		res:  Result{Policy: "z-high", Fields: []string{qPath}, DefaultedBy: "z-high/queue"},
 	}, {
 		name: "equal weight: lexically smallest name wins",
@@ -162,7 +162,7 @@ func TestPod(t *testing.T) {
 		},
 		ns:   nsA,
 		in:   pod(nil, nil),
-		want: pod(map[string]string{QueueNameAnnotation: "a", DefaultedByAnnotation: "alpha/queue"}, nil),
+		want: pod(map[string]string{QueueNameAnnotation: "a", hbv1.DefaultedByAnnotation: "alpha/queue"}, nil),
 		res:  Result{Policy: "alpha", Fields: []string{qPath}, DefaultedBy: "alpha/queue"},
 	}, {
 		name: "no matching policy: no change, empty Result",

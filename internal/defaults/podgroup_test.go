@@ -27,7 +27,7 @@ func TestPodGroup(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
 		in:   podGroup(nil, schedulingv1beta1.PodGroupSpec{MinMember: 4, Queue: "default"}),
-		want: podGroup(map[string]string{DefaultedByAnnotation: "team-a/queue,priorityClassName,networkTopology"}, schedulingv1beta1.PodGroupSpec{
+		want: podGroup(map[string]string{hbv1.DefaultedByAnnotation: "team-a/queue,priorityClassName,networkTopology"}, schedulingv1beta1.PodGroupSpec{
 			MinMember: 4, Queue: "team-a", PriorityClassName: "batch-normal",
 			NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(2)},
 		}),
@@ -47,7 +47,7 @@ func TestPodGroup(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsML,
 		in:   podGroup(nil, schedulingv1beta1.PodGroupSpec{PriorityClassName: "p", NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{}}),
-		want: podGroup(map[string]string{DefaultedByAnnotation: "namespace:ml/queue"}, schedulingv1beta1.PodGroupSpec{
+		want: podGroup(map[string]string{hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, schedulingv1beta1.PodGroupSpec{
 			Queue: "ml-queue", PriorityClassName: "p", NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{}}),
 		res: Result{Policy: "team-a", Fields: []string{"spec.queue"}, DefaultedBy: "namespace:ml/queue"},
 	}, {

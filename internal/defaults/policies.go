@@ -46,14 +46,10 @@ func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
 	var errs []error
 	for i := range list {
 		pol := list[i].DeepCopy()
-		sel := labels.Everything()
-		if pol.Spec.NamespaceSelector != nil {
-			s, err := metav1.LabelSelectorAsSelector(pol.Spec.NamespaceSelector)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("WorkloadPolicy %q: spec.namespaceSelector: %w", pol.Name, err))
-				continue
-			}
-			sel = s
+		sel, err := NamespaceSelector(pol)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WorkloadPolicy %q: %w", pol.Name, err))
+			continue
 		}
 		p.items = append(p.items, compiledPolicy{policy: pol, selector: sel})
 	}
@@ -67,6 +63,19 @@ func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
 		return a.Name < b.Name
 	})
 	return p, errors.Join(errs...)
+}
+
+// NamespaceSelector parses a policy's spec.namespaceSelector; no selector matches every namespace.
+// The engine (NewPolicies) and the workloadpolicy controller's status both use it.
+func NamespaceSelector(p *hbv1.WorkloadPolicy) (labels.Selector, error) {
+	if p.Spec.NamespaceSelector == nil {
+		return labels.Everything(), nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.namespaceSelector is invalid: %w", err)
+	}
+	return sel, nil
 }
 
 // Len is the number of usable policies.

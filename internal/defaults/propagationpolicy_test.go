@@ -51,7 +51,7 @@ func TestPropagationPolicy(t *testing.T) {
 		in: propagationPolicy(nil, false, policyv1alpha1.Placement{
 			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ExcludeClusters: []string{"c"}},
 		}),
-		want: propagationPolicy(map[string]string{DefaultedByAnnotation: all}, true, defaulted),
+		want: propagationPolicy(map[string]string{hbv1.DefaultedByAnnotation: all}, true, defaulted),
 		res: Result{Policy: "team-a", Fields: []string{"spec.placement.clusterAffinity.clusterNames",
 			"spec.placement.replicaScheduling", "spec.placement.spreadConstraints", "spec.propagateDeps"}, DefaultedBy: all},
 	}, {
@@ -70,7 +70,7 @@ func TestPropagationPolicy(t *testing.T) {
 			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{},
 			SpreadConstraints: user.SpreadConstraints,
 		}),
-		want: propagationPolicy(map[string]string{DefaultedByAnnotation: "team-a/replicaScheduling"}, true, policyv1alpha1.Placement{
+		want: propagationPolicy(map[string]string{hbv1.DefaultedByAnnotation: "team-a/replicaScheduling"}, true, policyv1alpha1.Placement{
 			ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{{AffinityName: "x"}},
 			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
 				ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: "Aggregated",
@@ -84,7 +84,7 @@ func TestPropagationPolicy(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{noDeps},
 		ns:   nsA,
 		in:   propagationPolicy(nil, false, policyv1alpha1.Placement{}),
-		want: propagationPolicy(map[string]string{DefaultedByAnnotation: "no-deps/replicaScheduling"}, false, policyv1alpha1.Placement{
+		want: propagationPolicy(map[string]string{hbv1.DefaultedByAnnotation: "no-deps/replicaScheduling"}, false, policyv1alpha1.Placement{
 			ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
 				ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: "Weighted",
 			},

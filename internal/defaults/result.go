@@ -87,10 +87,10 @@ func (r *run) finish(meta *metav1.ObjectMeta) Result {
 	if len(r.res.Fields) == 0 {
 		return r.res
 	}
-	merged := parseDefaultedBy(meta.Annotations[DefaultedByAnnotation])
+	merged := parseDefaultedBy(meta.Annotations[hbv1.DefaultedByAnnotation])
 	merged.merge(r.prov)
 	r.res.DefaultedBy = merged.String()
-	setAnnotation(meta, DefaultedByAnnotation, r.res.DefaultedBy)
+	setAnnotation(meta, hbv1.DefaultedByAnnotation, r.res.DefaultedBy)
 	return r.res
 }
 

@@ -22,7 +22,7 @@ func VolcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
 		job.Spec.TTLSecondsAfterFinished = &v
 		r.record("spec.ttlSecondsAfterFinished", FieldTTLSecondsAfterFinished, r.policySource())
 	}
-	r.fillAnnotation(&job.ObjectMeta, ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
+	r.fillAnnotation(&job.ObjectMeta, hbv1.ActiveDeadlineSecondsAnnotation, formatInt64(d.ActiveDeadlineSeconds),
 		FieldActiveDeadlineSeconds, r.policySource())
 	return r.finish(&job.ObjectMeta)
 }

@@ -16,7 +16,7 @@ func vcjob(annotations map[string]string, spec batchv1alpha1.JobSpec) *batchv1al
 
 func TestVolcanoJob(t *testing.T) {
 	const all = "team-a/queue,priorityClassName,schedulerName,networkTopology,ttlSecondsAfterFinished,activeDeadlineSeconds"
-	deadlinePath := "metadata.annotations[" + ActiveDeadlineSecondsAnnotation + "]"
+	deadlinePath := "metadata.annotations[" + hbv1.ActiveDeadlineSecondsAnnotation + "]"
 	defaulted := batchv1alpha1.JobSpec{
 		Queue: "team-a", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler",
 		NetworkTopology:         &batchv1alpha1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(2)},
@@ -44,7 +44,7 @@ func TestVolcanoJob(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
 		in:   vcjob(nil, batchv1alpha1.JobSpec{MinAvailable: 3}),
-		want: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "604800", DefaultedByAnnotation: all}, defaulted),
+		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all}, defaulted),
 		res: Result{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
 			"spec.networkTopology", "spec.ttlSecondsAfterFinished", deadlinePath}, DefaultedBy: all},
 	}, {
@@ -52,19 +52,19 @@ func TestVolcanoJob(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
 		in:   vcjob(nil, batchv1alpha1.JobSpec{Queue: "default", MinAvailable: 3}),
-		want: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "604800", DefaultedByAnnotation: all}, defaulted),
+		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all}, defaulted),
 		res: Result{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
 			"spec.networkTopology", "spec.ttlSecondsAfterFinished", deadlinePath}, DefaultedBy: all},
 	}, {
 		name: "user values kept (namespace/default is explicit)",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsML,
-		in: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
+		in: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
 			s := user
 			s.Queue = "namespace/default"
 			return s
 		}()),
-		want: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
+		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
 			s := user
 			s.Queue = "namespace/default"
 			return s
@@ -74,12 +74,12 @@ func TestVolcanoJob(t *testing.T) {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsML,
-		in: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
+		in: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "60"}, func() batchv1alpha1.JobSpec {
 			s := user
 			s.Queue = ""
 			return s
 		}()),
-		want: vcjob(map[string]string{ActiveDeadlineSecondsAnnotation: "60", DefaultedByAnnotation: "namespace:ml/queue"}, func() batchv1alpha1.JobSpec {
+		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "60", hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, func() batchv1alpha1.JobSpec {
 			s := user
 			s.Queue = "ml-queue"
 			return s
@@ -90,7 +90,7 @@ func TestVolcanoJob(t *testing.T) {
 		pols: []hbv1.WorkloadPolicy{named},
 		ns:   nsA,
 		in:   vcjob(nil, batchv1alpha1.JobSpec{}),
-		want: vcjob(map[string]string{DefaultedByAnnotation: "named/networkTopology"}, batchv1alpha1.JobSpec{
+		want: vcjob(map[string]string{hbv1.DefaultedByAnnotation: "named/networkTopology"}, batchv1alpha1.JobSpec{
 			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: "soft", HighestTierName: "spine"},
 		}),
 		res: Result{Policy: "named", Fields: []string{"spec.networkTopology"}, DefaultedBy: "named/networkTopology"},

@@ -16,7 +16,6 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
-	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
 // The whole admission chain of a deployed hyperbatch: a WorkloadPolicy governs a namespace, the
@@ -46,7 +45,7 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
 			return false, err
 		}
-		return n.Labels[webhook.PodNamespaceLabel] == webhook.PodNamespaceLabelValue, nil
+		return n.Labels[hbv1.PodWebhookLabel] == hbv1.PodWebhookLabelEnabled, nil
 	})
 	// The webhook reads policies from its informer: retry until it has seen the new one.
 	var pod *corev1.Pod
@@ -68,7 +67,7 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	if pod.Spec.SchedulerName != "hyperbatch-scheduler" {
 		t.Errorf("pod schedulerName = %q, want hyperbatch-scheduler", pod.Spec.SchedulerName)
 	}
-	if got := pod.Annotations[defaults.DefaultedByAnnotation]; !strings.Contains(got, p.Name) {
+	if got := pod.Annotations[hbv1.DefaultedByAnnotation]; !strings.Contains(got, p.Name) {
 		t.Errorf("defaulted-by annotation %q does not name policy %s", got, p.Name)
 	}
 	poll(t, 60*time.Second, "the defaulted Pod to run", func(ctx context.Context) (bool, error) {

@@ -17,6 +17,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
@@ -210,12 +211,12 @@ func checkApplied(t *testing.T, step string) map[string]int64 {
 	ts := hj.Spec.ReplicatedJobs[0].TemplateSpec
 	for what, ok := range map[string]bool{
 		"Volcano Job queue/class/TTL":     job.Spec.Queue == "team-a" && job.Spec.PriorityClassName == "batch-normal" && job.Spec.TTLSecondsAfterFinished != nil,
-		"Volcano Job defaulted-by":        job.Annotations[defaults.DefaultedByAnnotation] == allTeamA,
+		"Volcano Job defaulted-by":        job.Annotations[hbv1.DefaultedByAnnotation] == allTeamA,
 		"PodGroup queue/topology":         pg.Spec.Queue == "team-a" && pg.Spec.NetworkTopology != nil,
 		"JobSet queue annotation":         js.Annotations[defaults.QueueNameAnnotation] == "team-a",
 		"JobSet pod template defaults":    pt.Annotations[defaults.QueueNameAnnotation] == "team-a" && pt.Spec.PriorityClassName == "batch-normal" && pt.Spec.SchedulerName == "hyperbatch-scheduler",
 		"HyperJob template defaults":      ts.Queue == "team-a" && ts.PriorityClassName == "batch-normal" && ts.NetworkTopology != nil,
-		"HyperJob lifecycle annotations":  hj.Annotations[defaults.TTLSecondsAfterFinishedAnnotation] == "86400" && hj.Annotations[defaults.ActiveDeadlineSecondsAnnotation] == "604800",
+		"HyperJob lifecycle annotations":  hj.Annotations[hbv1.TTLSecondsAfterFinishedAnnotation] == "86400" && hj.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] == "604800",
 		"PropagationPolicy placement":     pp.Spec.Placement.ClusterAffinity != nil && len(pp.Spec.Placement.SpreadConstraints) == 1 && pp.Spec.PropagateDeps,
 		"Pod scheduler/class/queue":       pod.Spec.SchedulerName == "hyperbatch-scheduler" && pod.Spec.PriorityClassName == "batch-normal" && pod.Annotations[defaults.QueueNameAnnotation] == "team-a",
 		"Pod priority from PriorityClass": pod.Spec.Priority != nil && *pod.Spec.Priority == 1000,

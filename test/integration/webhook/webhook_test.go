@@ -70,7 +70,7 @@ func jobSet(ns, name string) *jobsetv1alpha2.JobSet {
 func TestPodDefaults(t *testing.T) {
 	ctx, cancel := framework.Context(30 * time.Second)
 	defer cancel()
-	createNamespace(t, "pods-a", map[string]string{"team": "a", hbwebhook.PodNamespaceLabel: hbwebhook.PodNamespaceLabelValue}, nil)
+	createNamespace(t, "pods-a", map[string]string{"team": "a", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
 	c, w := warningClient(t)
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "pods-a"}, Spec: podSpec()}
@@ -87,7 +87,7 @@ func TestPodDefaults(t *testing.T) {
 		defaults.QueueNameAnnotation:                  "team-a",
 		defaults.NetworkTopologyModeAnnotation:        "hard",
 		defaults.NetworkTopologyHighestTierAnnotation: "2",
-		defaults.DefaultedByAnnotation:                "team-a/queue,priorityClassName,schedulerName,networkTopology",
+		hbv1.DefaultedByAnnotation:                    "team-a/queue,priorityClassName,schedulerName,networkTopology",
 	}
 	for k, v := range want {
 		if pod.Annotations[k] != v {
@@ -106,7 +106,7 @@ func TestPodDefaults(t *testing.T) {
 		t.Fatalf("create pod: %v", err)
 	}
 	if mine.Spec.SchedulerName != "my-scheduler" || mine.Spec.PriorityClassName != "batch-high" || *mine.Spec.Priority != 5000 ||
-		mine.Annotations[defaults.QueueNameAnnotation] != "shared" || mine.Annotations[defaults.DefaultedByAnnotation] != "team-a/networkTopology" {
+		mine.Annotations[defaults.QueueNameAnnotation] != "shared" || mine.Annotations[hbv1.DefaultedByAnnotation] != "team-a/networkTopology" {
 		t.Errorf("user values not kept: %+v %v", mine.Spec, mine.Annotations)
 	}
 
@@ -115,7 +115,7 @@ func TestPodDefaults(t *testing.T) {
 	if err := c.Create(ctx, vcPod); err != nil {
 		t.Fatal(err)
 	}
-	if vcPod.Annotations[defaults.DefaultedByAnnotation] != "" || vcPod.Spec.SchedulerName != corev1.DefaultSchedulerName {
+	if vcPod.Annotations[hbv1.DefaultedByAnnotation] != "" || vcPod.Spec.SchedulerName != corev1.DefaultSchedulerName {
 		t.Errorf("a Volcano job's pod reached the webhook: %v %q", vcPod.Annotations, vcPod.Spec.SchedulerName)
 	}
 
@@ -126,7 +126,7 @@ func TestPodDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(other.Annotations) != 0 || other.Spec.SchedulerName != corev1.DefaultSchedulerName {
-		t.Errorf("pod of a namespace without %s was mutated: %v", hbwebhook.PodNamespaceLabel, other.Annotations)
+		t.Errorf("pod of a namespace without %s was mutated: %v", hbv1.PodWebhookLabel, other.Annotations)
 	}
 
 	// A queue outside allowedQueues is denied for a bare Pod too.
@@ -142,7 +142,7 @@ func TestPodDefaults(t *testing.T) {
 func TestPodMissingPriorityClass(t *testing.T) {
 	ctx, cancel := framework.Context(30 * time.Second)
 	defer cancel()
-	createNamespace(t, "pods-nopc", map[string]string{"team": "nopc", hbwebhook.PodNamespaceLabel: hbwebhook.PodNamespaceLabelValue}, nil)
+	createNamespace(t, "pods-nopc", map[string]string{"team": "nopc", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
 	err := env.Client.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "pods-nopc"}, Spec: podSpec()})
 	if err == nil {
 		t.Fatal("created a pod whose defaulted PriorityClass does not exist")
@@ -165,7 +165,7 @@ func TestWorkloadDefaults(t *testing.T) {
 	}
 	if job.Spec.Queue != "team-a" || job.Spec.PriorityClassName != "batch-normal" || job.Spec.SchedulerName != "hyperbatch-scheduler" ||
 		job.Spec.NetworkTopology == nil || *job.Spec.NetworkTopology.HighestTierAllowed != 2 || *job.Spec.TTLSecondsAfterFinished != 86400 ||
-		job.Annotations[defaults.ActiveDeadlineSecondsAnnotation] != "604800" || job.Annotations[defaults.DefaultedByAnnotation] != allTeamA {
+		job.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("Volcano Job not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
 	wantContains(t, "warning", strings.Join(w.take(), "\n"), "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
@@ -177,7 +177,7 @@ func TestWorkloadDefaults(t *testing.T) {
 		t.Fatalf("create PodGroup: %v", err)
 	}
 	if pg.Spec.Queue != "team-a" || pg.Spec.PriorityClassName != "batch-normal" || pg.Spec.NetworkTopology == nil ||
-		pg.Annotations[defaults.DefaultedByAnnotation] != "team-a/queue,priorityClassName,networkTopology" {
+		pg.Annotations[hbv1.DefaultedByAnnotation] != "team-a/queue,priorityClassName,networkTopology" {
 		t.Errorf("PodGroup not defaulted (the CRD's \"default\" queue must count as unset): %+v %v", pg.Spec, pg.Annotations)
 	}
 
@@ -188,7 +188,7 @@ func TestWorkloadDefaults(t *testing.T) {
 	pt := js.Spec.ReplicatedJobs[0].Template.Spec.Template
 	if js.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Annotations[defaults.QueueNameAnnotation] != "team-a" ||
 		pt.Spec.PriorityClassName != "batch-normal" || pt.Spec.SchedulerName != "hyperbatch-scheduler" || *js.Spec.TTLSecondsAfterFinished != 86400 ||
-		js.Annotations[defaults.ActiveDeadlineSecondsAnnotation] != "604800" {
+		js.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" {
 		t.Errorf("JobSet not defaulted: %v %v %+v", js.Annotations, pt.Annotations, pt.Spec)
 	}
 
@@ -198,8 +198,8 @@ func TestWorkloadDefaults(t *testing.T) {
 	}
 	ts := hj.Spec.ReplicatedJobs[0].TemplateSpec
 	if ts.Queue != "team-a" || ts.PriorityClassName != "batch-normal" || ts.SchedulerName != "hyperbatch-scheduler" || ts.NetworkTopology == nil ||
-		hj.Annotations[defaults.TTLSecondsAfterFinishedAnnotation] != "86400" || hj.Annotations[defaults.ActiveDeadlineSecondsAnnotation] != "604800" ||
-		hj.Annotations[defaults.DefaultedByAnnotation] != allTeamA {
+		hj.Annotations[hbv1.TTLSecondsAfterFinishedAnnotation] != "86400" || hj.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" ||
+		hj.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("HyperJob not defaulted: %+v %v", ts, hj.Annotations)
 	}
 
@@ -223,7 +223,7 @@ func TestWorkloadDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if own.Spec.Queue != "shared" || own.Spec.PriorityClassName != "batch-high" || own.Spec.SchedulerName != "volcano" || *own.Spec.TTLSecondsAfterFinished != 600 ||
-		own.Annotations[defaults.DefaultedByAnnotation] != "team-a/networkTopology,activeDeadlineSeconds" {
+		own.Annotations[hbv1.DefaultedByAnnotation] != "team-a/networkTopology,activeDeadlineSeconds" {
 		t.Errorf("user values not kept: %+v %v", own.Spec, own.Annotations)
 	}
 }
@@ -238,8 +238,8 @@ func TestNamespaceAnnotationPrecedence(t *testing.T) {
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if job.Spec.Queue != "shared" || !strings.HasPrefix(job.Annotations[defaults.DefaultedByAnnotation], "namespace:ml/queue;team-a/priorityClassName") {
-		t.Errorf("queue %q defaulted-by %q", job.Spec.Queue, job.Annotations[defaults.DefaultedByAnnotation])
+	if job.Spec.Queue != "shared" || !strings.HasPrefix(job.Annotations[hbv1.DefaultedByAnnotation], "namespace:ml/queue;team-a/priorityClassName") {
+		t.Errorf("queue %q defaulted-by %q", job.Spec.Queue, job.Annotations[hbv1.DefaultedByAnnotation])
 	}
 	wantContains(t, "warning", strings.Join(w.take(), "\n"), "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)")
 	user := vcJob("ml", "from-user", func(s *batchv1alpha1.JobSpec) { s.Queue = "team-a" })
@@ -291,7 +291,7 @@ func TestLifecycleValidation(t *testing.T) {
 	defer cancel()
 	createNamespace(t, "life-a", map[string]string{"team": "a"}, nil)
 	createNamespace(t, "life-short", map[string]string{"team": "short"}, nil)
-	ttl, dl := defaults.TTLSecondsAfterFinishedAnnotation, defaults.ActiveDeadlineSecondsAnnotation
+	ttl, dl := hbv1.TTLSecondsAfterFinishedAnnotation, hbv1.ActiveDeadlineSecondsAnnotation
 
 	for _, tc := range []struct {
 		name string
@@ -393,13 +393,13 @@ func TestHyperJobShape(t *testing.T) {
 func TestDryRun(t *testing.T) {
 	ctx, cancel := framework.Context(30 * time.Second)
 	defer cancel()
-	createNamespace(t, "dry-a", map[string]string{"team": "a", hbwebhook.PodNamespaceLabel: hbwebhook.PodNamespaceLabelValue}, nil)
+	createNamespace(t, "dry-a", map[string]string{"team": "a", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
 	c, w := warningClient(t)
 	job := vcJob("dry-a", "dry", nil)
 	if err := c.Create(ctx, job, client.DryRunAll); err != nil {
 		t.Fatal(err)
 	}
-	if job.Spec.Queue != "team-a" || job.Annotations[defaults.DefaultedByAnnotation] != allTeamA {
+	if job.Spec.Queue != "team-a" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("dry-run object not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
 	if len(w.take()) == 0 {
@@ -448,13 +448,13 @@ func TestUpdateKeepsDefaults(t *testing.T) {
 	c, w := warningClient(t)
 	upd := js.DeepCopy()
 	upd.Spec.ReplicatedJobs = jobSet("update-a", "js").Spec.ReplicatedJobs
-	delete(upd.Annotations, defaults.DefaultedByAnnotation)
+	delete(upd.Annotations, hbv1.DefaultedByAnnotation)
 	if err := c.Update(ctx, upd); err != nil {
 		t.Fatal(err)
 	}
 	pt := upd.Spec.ReplicatedJobs[0].Template.Spec.Template
 	if pt.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Spec.PriorityClassName != "batch-normal" ||
-		upd.Annotations[defaults.DefaultedByAnnotation] != js.Annotations[defaults.DefaultedByAnnotation] {
+		upd.Annotations[hbv1.DefaultedByAnnotation] != js.Annotations[hbv1.DefaultedByAnnotation] {
 		t.Errorf("defaults dropped by the update: %v %+v %v", pt.Annotations, pt.Spec, upd.Annotations)
 	}
 	if got := w.take(); len(got) != 0 {

@@ -22,7 +22,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 )
 
@@ -81,7 +81,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func(ctx con
 
 // children lists the Volcano Jobs and PropagationPolicies labelled as children of the HyperJob.
 func children(ctx context.Context, ns, hj string) (map[string]*batchv1alpha1.Job, map[string]*policyv1alpha1.PropagationPolicy, error) {
-	sel := client.MatchingLabels{defaults.HyperJobNameKey: hj}
+	sel := client.MatchingLabels{hbv1.HyperJobNameLabel: hj}
 	var jl batchv1alpha1.JobList
 	if err := env.Client.List(ctx, &jl, client.InNamespace(ns), sel); err != nil {
 		return nil, nil, err

@@ -19,7 +19,6 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const timeout = 30 * time.Second
@@ -46,8 +45,8 @@ func TestCreateChildren(t *testing.T) {
 		rj := strings.Split(name, "-")[1]
 		spec := hj.Spec.ReplicatedJobs[slices.IndexFunc(hj.Spec.ReplicatedJobs, func(r trainingv1alpha1.ReplicatedJob) bool { return r.Name == rj })].TemplateSpec
 		wantHash, _ := hyperjob.Hash(&spec)
-		if j.Labels[defaults.HyperJobNameKey] != "train" || j.Labels[defaults.ReplicatedJobNameKey] != rj ||
-			j.Labels[defaults.VCJobTemplateSpecHashAnnotation] != wantHash {
+		if j.Labels[hbv1.HyperJobNameLabel] != "train" || j.Labels[hbv1.ReplicatedJobNameLabel] != rj ||
+			j.Labels[hbv1.VCJobTemplateSpecHashLabel] != wantHash {
 			t.Errorf("job %s labels %v (want template hash %s)", name, j.Labels, wantHash)
 		}
 		if !metav1.IsControlledBy(j, hj) {
@@ -83,8 +82,8 @@ func TestCreateChildren(t *testing.T) {
 			!equalJSON(got.Placement.SpreadConstraints, want.Placement.SpreadConstraints) {
 			t.Errorf("PropagationPolicy %s spec\n got %s\nwant %s", name, toJSON(got), toJSON(want))
 		}
-		if pp.Labels[defaults.HyperJobNameKey] != "train" || pp.Labels[defaults.ReplicatedJobNameKey] != rj ||
-			len(pp.Labels[defaults.PPSpecHashAnnotation]) != hyperjob.HashLength || !metav1.IsControlledBy(pp, hj) {
+		if pp.Labels[hbv1.HyperJobNameLabel] != "train" || pp.Labels[hbv1.ReplicatedJobNameLabel] != rj ||
+			len(pp.Labels[hbv1.PPSpecHashLabel]) != hyperjob.HashLength || !metav1.IsControlledBy(pp, hj) {
 			t.Errorf("PropagationPolicy %s labels %v owners %+v", name, pp.Labels, pp.OwnerReferences)
 		}
 		if pp.ManagedFields[0].Manager != hyperjob.FieldOwner || pp.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
@@ -232,7 +231,7 @@ func TestTemplateChangeRecreatesChildren(t *testing.T) {
 			}
 		}
 		for _, n := range want[:3] {
-			if jobs[n].UID == oldJob[n] || jobs[n].Labels[defaults.VCJobTemplateSpecHashAnnotation] != newHash {
+			if jobs[n].UID == oldJob[n] || jobs[n].Labels[hbv1.VCJobTemplateSpecHashLabel] != newHash {
 				return false, fmt.Errorf("%s not recreated yet", n)
 			}
 			if jobs[n].Spec.Tasks[0].Template.Spec.Containers[0].Image != "busybox:2" {

@@ -14,8 +14,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // bigName is the HyperJob of the 1,000-child test.
@@ -31,7 +31,7 @@ func childMeta(ctx context.Context, ns string) (jobs, pps map[string]*metav1.Par
 		default:
 			l.SetGroupVersionKind(policyv1alpha1.SchemeGroupVersion.WithKind("PropagationPolicyList"))
 		}
-		if err := env.Client.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{defaults.HyperJobNameKey: bigName}); err != nil {
+		if err := env.Client.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{hbv1.HyperJobNameLabel: bigName}); err != nil {
 			return nil, err
 		}
 		out := make(map[string]*metav1.PartialObjectMetadata, len(l.Items))
@@ -117,7 +117,7 @@ func TestRestartMidSplitConverges(t *testing.T) {
 		t.Fatalf("PropagationPolicy names %s", short(got))
 	}
 	for n, j := range jobs {
-		if !metav1.IsControlledBy(j, cur) || j.DeletionTimestamp != nil || j.Labels[defaults.VCJobTemplateSpecHashAnnotation] != wantHash {
+		if !metav1.IsControlledBy(j, cur) || j.DeletionTimestamp != nil || j.Labels[hbv1.VCJobTemplateSpecHashLabel] != wantHash {
 			t.Fatalf("job %s: owners %+v labels %v", n, j.OwnerReferences, j.Labels)
 		}
 		if !metav1.IsControlledBy(pps[n], cur) {

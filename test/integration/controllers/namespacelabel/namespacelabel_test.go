@@ -15,7 +15,6 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
-	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
 var env *framework.Env
@@ -31,7 +30,7 @@ func labelOf(ctx context.Context, name string) (string, bool, error) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
 		return "", false, err
 	}
-	v, ok := ns.Labels[webhook.PodNamespaceLabel]
+	v, ok := ns.Labels[hbv1.PodWebhookLabel]
 	return v, ok, nil
 }
 
@@ -56,7 +55,7 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 			ns.Labels["team"] = "web"
 		case "manual":
 			ns.Labels["team"] = "web"
-			ns.Labels[webhook.PodNamespaceLabel] = webhook.PodNamespaceLabelValue
+			ns.Labels[hbv1.PodWebhookLabel] = hbv1.PodWebhookLabelEnabled
 		}
 		if err := c.Create(ctx, ns); err != nil {
 			t.Fatal(err)
@@ -69,7 +68,7 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 	}
 	eventually(t, "namespace gov to be labelled", func(ctx context.Context) (bool, error) {
 		v, _, err := labelOf(ctx, "gov")
-		return v == webhook.PodNamespaceLabelValue, err
+		return v == hbv1.PodWebhookLabelEnabled, err
 	})
 	// Give the controller time to (wrongly) act on the others before checking them.
 	time.Sleep(500 * time.Millisecond)
@@ -87,7 +86,7 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 		_, ok, err := labelOf(ctx, "gov")
 		return !ok, err
 	})
-	if v, _, err := labelOf(ctx, "manual"); err != nil || v != webhook.PodNamespaceLabelValue {
+	if v, _, err := labelOf(ctx, "manual"); err != nil || v != hbv1.PodWebhookLabelEnabled {
 		t.Errorf("a hand-set label was changed to %q (err %v)", v, err)
 	}
 }

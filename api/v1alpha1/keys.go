@@ -1,0 +1,34 @@
+package v1alpha1
+
+// Labels and annotations hyperbatch owns: users type them in manifests, select by them, or read them
+// (docs/design.md, "Keys"). Each constant is named for what it is, a label or an annotation.
+// Upstream keys (Volcano's queue and PodGroup annotations, its topology annotations) stay upstream's
+// constants; internal/defaults names them for the engine.
+const (
+	// PodWebhookLabel on a Namespace, with the value PodWebhookLabelEnabled, opts its Pods in to
+	// the Pod webhooks (the webhook configurations' default namespaceSelector). The namespacelabel
+	// controller keeps it on every namespace a WorkloadPolicy governs.
+	PodWebhookLabel = "hyperbatch.dev/pod-webhook"
+	// PodWebhookLabelEnabled is the value of PodWebhookLabel that opts a namespace in.
+	PodWebhookLabelEnabled = "enabled"
+	// PodWebhookManagedAnnotation ("true") on a Namespace marks a PodWebhookLabel the
+	// namespacelabel controller set, and may therefore remove; a label set by hand is never removed.
+	PodWebhookManagedAnnotation = "hyperbatch.dev/pod-webhook-managed"
+
+	// TTLSecondsAfterFinishedAnnotation carries the TTL on kinds without a native field (HyperJob).
+	TTLSecondsAfterFinishedAnnotation = "hyperbatch.dev/ttl-seconds-after-finished"
+	// ActiveDeadlineSecondsAnnotation carries the deadline on HyperJobs, JobSets and Volcano Jobs.
+	ActiveDeadlineSecondsAnnotation = "hyperbatch.dev/active-deadline-seconds"
+	// DefaultedByAnnotation says which source filled which fields:
+	// "<source>/<field>,<field>;<source>/<field>" (format in internal/defaults' package doc).
+	DefaultedByAnnotation = "hyperbatch.dev/defaulted-by"
+
+	// HyperJobNameLabel names the HyperJob that owns a child Volcano Job or PropagationPolicy.
+	HyperJobNameLabel = "volcano.sh/hyperjob-name"
+	// ReplicatedJobNameLabel names the replicatedJob a child object was made from.
+	ReplicatedJobNameLabel = "volcano.sh/replicatedjob-name"
+	// VCJobTemplateSpecHashLabel is the (truncated) SHA-256 of a child Volcano Job's template spec.
+	VCJobTemplateSpecHashLabel = "volcano.sh/vcjob-template-spec-hash"
+	// PPSpecHashLabel is the (truncated) SHA-256 of a child PropagationPolicy's spec.
+	PPSpecHashLabel = "volcano.sh/pp-spec-hash"
+)

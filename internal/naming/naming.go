@@ -1,0 +1,43 @@
+// Package naming names the objects hyperbatch makes from a HyperJob. The webhook checks the names
+// at admission and the HyperJob controller creates the objects; both use this package, so the
+// rule the webhook enforces is exactly the rule the controller relies on.
+package naming
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxChildJobNameLength is Volcano's limit on a Job name (its admission webhook requires a name of
+// at most 63 characters); every child name must fit it.
+const MaxChildJobNameLength = validation.DNS1123LabelMaxLength
+
+// ChildJobName is the name of the index-th child Volcano Job (and of its PropagationPolicy) of a
+// HyperJob's replicatedJob: {hyperjob}-{replicatedjob}-{index}.
+func ChildJobName(hyperJob, replicatedJob string, index int) string {
+	return hyperJob + "-" + replicatedJob + "-" + strconv.Itoa(index)
+}
+
+// CheckChildJobNames checks the names of the first count children of a replicatedJob: the longest,
+// the last one, must be a DNS subdomain of at most MaxChildJobNameLength characters. It returns nil
+// when count is 0 or every name is valid, otherwise an error saying which name fails and what to
+// shorten.
+func CheckChildJobNames(hyperJob, replicatedJob string, count int) error {
+	if count <= 0 {
+		return nil
+	}
+	longest := ChildJobName(hyperJob, replicatedJob, count-1)
+	if over := len(longest) - MaxChildJobNameLength; over > 0 {
+		return fmt.Errorf("the Volcano Jobs made from this replicatedJob are named {hyperjob}-{replicatedjob}-{index}; the longest, %q, is %d characters, "+
+			"more than %d: shorten the HyperJob name (%d characters) or the replicatedJob name (%d characters) by %d",
+			longest, len(longest), MaxChildJobNameLength, len(hyperJob), len(replicatedJob), over)
+	}
+	if errs := validation.IsDNS1123Subdomain(longest); len(errs) > 0 {
+		return fmt.Errorf("the Volcano Jobs made from this replicatedJob are named {hyperjob}-{replicatedjob}-{index}; %q is not a valid Volcano Job name: %s",
+			longest, strings.Join(errs, "; "))
+	}
+	return nil
+}
