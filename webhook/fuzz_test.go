@@ -85,5 +85,5 @@ func (m *mutator[T]) refill(d *deps, raw []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.apply(obj, ns, pols).Fields, nil
+	return m.apply(obj, ns, pols).Paths(), nil
 }

@@ -152,18 +152,8 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		m.log(ctx, req).Error(err, "building the patch failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
-	// The engine's own account of this call names the sources the warning gives. The result's
-	// defaulted-by has the object's history merged in; when there is history, run the engine again
-	// on a copy without it, so the warning names only the sources this request used. Without
-	// history that run would repeat the first one exactly.
-	defaultedBy := res.DefaultedBy
-	if _, hadHistory := obj.GetAnnotations()[hbv1.DefaultedByAnnotation]; hadHistory {
-		fresh := obj.DeepCopyObject().(T)
-		withoutDefaultedBy(fresh)
-		defaultedBy = m.apply(fresh, ns, pols).DefaultedBy
-	}
-	warning := defaultedWarning(res.Fields, patched, parseSources(defaultedBy), note)
-	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Fields, "defaultedBy", res.DefaultedBy)
+	warning := defaultedWarning(res.Fills, patched, note)
+	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Paths(), "defaultedBy", res.DefaultedBy)
 	return resp.WithWarnings(warning), resultPatched
 }
 
@@ -174,10 +164,10 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 // UPDATE, so a changed policy never rewrites a running workload, and upstream immutability rules
 // (Volcano Job spec, JobSet replicatedJobs) never see a change the user did not make.
 func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
-	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fields
+	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fills
 	wasUnset := map[string]bool{}
-	for _, p := range m.apply(old.DeepCopyObject().(T), ns, pols).Fields {
-		wasUnset[p] = true
+	for _, f := range m.apply(old.DeepCopyObject().(T), ns, pols).Fills {
+		wasUnset[f.Path] = true
 	}
 	newRaw, err := decodeValidJSONMap(req.Object.Raw)
 	if err != nil {
@@ -189,7 +179,8 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
 	}
 	var kept []string
-	for _, p := range nowUnset {
+	for _, f := range nowUnset {
+		p := f.Path
 		steps, err := parsePath(p)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, err), resultError
@@ -341,20 +332,6 @@ func isMapAt(t *tree, at []step) bool {
 func isBlank(v any) bool {
 	s, ok := v.(string)
 	return v == nil || ok && strings.TrimSpace(s) == ""
-}
-
-func withoutDefaultedBy(obj client.Object) {
-	ann := obj.GetAnnotations()
-	if _, ok := ann[hbv1.DefaultedByAnnotation]; !ok {
-		return
-	}
-	cp := make(map[string]string, len(ann))
-	for k, v := range ann {
-		if k != hbv1.DefaultedByAnnotation {
-			cp[k] = v
-		}
-	}
-	obj.SetAnnotations(cp)
 }
 
 // checkKind refuses a request for a kind this handler does not serve (a misconfigured webhook).

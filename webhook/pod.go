@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -38,7 +37,7 @@ func (d *deps) podMutator() admission.Handler {
 // set from the PriorityClass (from the cache), as the plugin would. A class that does not exist is
 // denied now, naming the policy, rather than later by the plugin with a bare "not found".
 func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Namespace, res defaults.Result) (string, field.ErrorList, error) {
-	if !slices.Contains(res.Fields, "spec.priorityClassName") {
+	if !res.Filled("spec.priorityClassName") {
 		return "", nil, nil
 	}
 	name := pod.Spec.PriorityClassName

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -421,4 +423,23 @@ func TestPolicyCacheConcurrent(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestWarningNamesOnlyThisRequestsSources: the warning is built from the engine's Fills, so a
+// defaulted-by history on the object (here a copied manifest) is kept in the annotation but never
+// named as a source in the warning.
+func TestWarningNamesOnlyThisRequestsSources(t *testing.T) {
+	d := testDeps(t, teamA(), namespace("ml", map[string]string{"team": "a"}, map[string]string{defaults.QueueNameAnnotation: "ml-queue"}), batchNormal())
+	in := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ml",
+		Annotations: map[string]string{hbv1.DefaultedByAnnotation: "old/queue,schedulerName"}}}
+	var got corev1.Pod
+	resp := admit(t, d.podMutator(), request(t, KindPod, admissionv1.Create, in, nil), &got)
+	require.True(t, resp.Allowed, "denied: %+v", resp.Result)
+	assert.Equal(t, "old/queue,schedulerName;namespace:ml/queue;team-a/priorityClassName,schedulerName,networkTopology",
+		got.Annotations[hbv1.DefaultedByAnnotation])
+	wantWarning(t, resp, "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=ml-queue from namespace ml",
+		"spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler")
+	for _, w := range resp.Warnings {
+		assert.NotContains(t, w, "old", "the history's source is not this request's")
+	}
 }

@@ -6,6 +6,12 @@
 // [Namespace], and call the function for the kind: [Pod], [VolcanoJob], [PodGroup], [JobSet],
 // [HyperJob] or [PropagationPolicy]. Each mutates the object in place and returns a [Result].
 //
+// A [Result] lists every field the call filled as a [Fill]: its path in the object, the default's
+// short name (FieldQueue ...) and its [Source] (the governing policy, the namespace's queue
+// annotation, or a JobSet's own queue). The webhook builds its patch-side bookkeeping and its
+// warning from the Fills alone, so adding a default is one call of record (or a fill helper) in the
+// kind function, plus its short name in keys.go.
+//
 // # Which policy
 //
 // The governing policy is the matching WorkloadPolicy with the highest spec.weight; among equal

@@ -2,7 +2,10 @@ package defaults
 
 import (
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
@@ -55,11 +58,29 @@ var nsA = Namespace{Name: "a", Labels: map[string]string{"team": "a"}}
 // nsML is a namespace governed by teamA that also carries Volcano's queue annotation "ml-queue".
 var nsML = Namespace{Name: "ml", Labels: map[string]string{"team": "a"}, Annotations: map[string]string{QueueNameAnnotation: "ml-queue"}}
 
-// checkResult compares a Result with the expected one.
-func checkResult(t *testing.T, got, want Result) {
+// wantResult is an expected Result: the governing policy, the filled paths in order and the
+// defaulted-by value.
+type wantResult struct {
+	Policy      string
+	Fields      []string
+	DefaultedBy string
+}
+
+// checkResult compares a Result with the expected one, and checks that every Fill names its
+// short field and that defaulted-by records each Fill's source and field.
+func checkResult(t *testing.T, got Result, want wantResult) {
 	t.Helper()
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Result mismatch (-want +got):\n%s", diff.Diff(want, got))
+	assert.Equal(t, want.Policy, got.Policy, "Result.Policy")
+	assert.Equal(t, want.DefaultedBy, got.DefaultedBy, "Result.DefaultedBy")
+	wantPaths := want.Fields
+	if wantPaths == nil {
+		wantPaths = []string{}
+	}
+	assert.Equal(t, wantPaths, got.Paths(), "paths of Result.Fills")
+	recorded := parseDefaultedBy(got.DefaultedBy)
+	for _, f := range got.Fills {
+		assert.Contains(t, fieldOrder, f.Field, "Fill %s: unknown short field name", f.Path)
+		assert.True(t, recorded.has(f.Source.String(), f.Field), "Fill %+v missing from defaulted-by %q", f, got.DefaultedBy)
 	}
 }
 
@@ -83,3 +104,14 @@ func checkIdempotent[T any](t *testing.T, once T, deepCopy func(T) T, apply func
 		t.Errorf("second application not idempotent (-once +twice):\n%s", diff.Diff(once, twice))
 	}
 }
+
+// has reports whether the value names field under source.
+func (p provenance) has(source, field string) bool {
+	for _, e := range p.entries {
+		if e.source == source {
+			return slices.Contains(e.fields, field)
+		}
+	}
+	return false
+}
+

@@ -41,7 +41,7 @@ func TestHyperJob(t *testing.T) {
 		ns   Namespace
 		in   *trainingv1alpha1.HyperJob
 		want *trainingv1alpha1.HyperJob
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied to every template and the lifecycle annotations",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -50,7 +50,7 @@ func TestHyperJob(t *testing.T) {
 		want: hyperJob(map[string]string{
 			hbv1.TTLSecondsAfterFinishedAnnotation: "86400", hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all,
 		}, defaulted, defaulted),
-		res: Result{Policy: "team-a", Fields: append(append(tmpl("0"), tmpl("1")...),
+		res: wantResult{Policy: "team-a", Fields: append(append(tmpl("0"), tmpl("1")...),
 			"metadata.annotations["+hbv1.TTLSecondsAfterFinishedAnnotation+"]",
 			"metadata.annotations["+hbv1.ActiveDeadlineSecondsAnnotation+"]"), DefaultedBy: all},
 	}, {
@@ -59,7 +59,7 @@ func TestHyperJob(t *testing.T) {
 		ns:   nsA,
 		in:   hyperJob(lifecycle, user),
 		want: hyperJob(lifecycle, user),
-		res:  Result{Policy: "team-a"},
+		res:  wantResult{Policy: "team-a"},
 	}, {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -75,14 +75,14 @@ func TestHyperJob(t *testing.T) {
 			s.Queue = "ml-queue"
 			return s
 		}()),
-		res: Result{Policy: "team-a", Fields: []string{"spec.replicatedJobs[0].templateSpec.queue"}, DefaultedBy: "namespace:ml/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.replicatedJobs[0].templateSpec.queue"}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b"},
 		in:   hyperJob(nil, batchv1alpha1.JobSpec{}),
 		want: hyperJob(nil, batchv1alpha1.JobSpec{}),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

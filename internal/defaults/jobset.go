@@ -22,7 +22,7 @@ func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
 	r := begin(ns, pols)
 	d := r.defaults()
 
-	queue, source := NormalizeQueue(js.Annotations[QueueNameAnnotation]), jobSetSourcePrefix+js.Name
+	queue, source := NormalizeQueue(js.Annotations[QueueNameAnnotation]), Source{Kind: SourceJobSet, Name: js.Name}
 	if queue == "" {
 		queue, source = r.queueDefault()
 		r.fillAnnotation(&js.ObjectMeta, QueueNameAnnotation, queue, FieldQueue, source)

@@ -45,7 +45,7 @@ func TestJobSet(t *testing.T) {
 		ns   Namespace
 		in   *jobsetv1alpha2.JobSet
 		want *jobsetv1alpha2.JobSet
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied to the JobSet and every pod template",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -54,7 +54,7 @@ func TestJobSet(t *testing.T) {
 		want: jobSet(map[string]string{QueueNameAnnotation: "team-a", hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all},
 			ptr.To[int32](86400),
 			podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil), podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil)),
-		res: Result{Policy: "team-a", Fields: []string{qKey,
+		res: wantResult{Policy: "team-a", Fields: []string{qKey,
 			rj("0", qKey), rj("0", "spec.priorityClassName"), rj("0", "spec.schedulerName"),
 			rj("1", qKey), rj("1", "spec.priorityClassName"), rj("1", "spec.schedulerName"),
 			"spec.ttlSecondsAfterFinished", "metadata.annotations[" + hbv1.ActiveDeadlineSecondsAnnotation + "]"}, DefaultedBy: all},
@@ -69,7 +69,7 @@ func TestJobSet(t *testing.T) {
 			ptr.To[int32](0),
 			podTemplate(map[string]string{QueueNameAnnotation: "other"}, "p", "s", nil),
 			podTemplate(map[string]string{QueueNameAnnotation: "mine"}, "", "s", ptr.To[int32](7))),
-		res: Result{Policy: "team-a", Fields: []string{rj("1", qKey)}, DefaultedBy: "jobset:train/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{rj("1", qKey)}, DefaultedBy: "jobset:train/queue"},
 	}, {
 		name: "namespace annotation beats policy queue, on the JobSet and its templates",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -77,14 +77,14 @@ func TestJobSet(t *testing.T) {
 		in:   jobSet(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1), podTemplate(nil, "p", "s", nil)),
 		want: jobSet(map[string]string{QueueNameAnnotation: "ml-queue", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "namespace:ml/queue"},
 			ptr.To[int32](1), podTemplate(map[string]string{QueueNameAnnotation: "ml-queue"}, "p", "s", nil)),
-		res: Result{Policy: "team-a", Fields: []string{qKey, rj("0", qKey)}, DefaultedBy: "namespace:ml/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{qKey, rj("0", qKey)}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b"},
 		in:   jobSet(nil, nil, podTemplate(nil, "", "", nil)),
 		want: jobSet(nil, nil, podTemplate(nil, "", "", nil)),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

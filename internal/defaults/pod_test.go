@@ -38,7 +38,7 @@ func TestPod(t *testing.T) {
 		ns   Namespace
 		in   *corev1.Pod
 		want *corev1.Pod
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied; Priority plugin's stale priority cleared",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -55,7 +55,7 @@ func TestPod(t *testing.T) {
 		}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "batch-normal", "hyperbatch-scheduler"
 		}),
-		res: Result{Policy: "team-a", Fields: allFields, DefaultedBy: "team-a/queue,priorityClassName,schedulerName,networkTopology"},
+		res: wantResult{Policy: "team-a", Fields: allFields, DefaultedBy: "team-a/queue,priorityClassName,schedulerName,networkTopology"},
 	}, {
 		name: "user values kept",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -66,7 +66,7 @@ func TestPod(t *testing.T) {
 		want: pod(map[string]string{QueueNameAnnotation: "mine", NetworkTopologyModeAnnotation: "soft"}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName, s.Priority = "high", "my-scheduler", ptr.To[int32](9)
 		}),
-		res: Result{Policy: "team-a"},
+		res: wantResult{Policy: "team-a"},
 	}, {
 		name: "apiserver-defaulted default-scheduler is unset when the policy names a scheduler",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -78,7 +78,7 @@ func TestPod(t *testing.T) {
 			hbv1.DefaultedByAnnotation: "team-a/schedulerName"}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "high", "hyperbatch-scheduler"
 		}),
-		res: Result{Policy: "team-a", Fields: []string{"spec.schedulerName"}, DefaultedBy: "team-a/schedulerName"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.schedulerName"}, DefaultedBy: "team-a/schedulerName"},
 	}, {
 		name: "default-scheduler kept when the policy names no scheduler",
 		pols: []hbv1.WorkloadPolicy{policy("no-sched", 0, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.Queue = "q" })},
@@ -87,14 +87,14 @@ func TestPod(t *testing.T) {
 		want: pod(map[string]string{QueueNameAnnotation: "q", hbv1.DefaultedByAnnotation: "no-sched/queue"}, func(s *corev1.PodSpec) {
 			s.SchedulerName = corev1.DefaultSchedulerName
 		}),
-		res: Result{Policy: "no-sched", Fields: []string{qPath}, DefaultedBy: "no-sched/queue"},
+		res: wantResult{Policy: "no-sched", Fields: []string{qPath}, DefaultedBy: "no-sched/queue"},
 	}, {
 		name: "default-scheduler kept when the policy names default-scheduler itself",
 		pols: []hbv1.WorkloadPolicy{policy("same-sched", 0, func(s *hbv1.WorkloadPolicySpec) { s.Defaults.SchedulerName = corev1.DefaultSchedulerName })},
 		ns:   nsA,
 		in:   pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
 		want: pod(nil, func(s *corev1.PodSpec) { s.SchedulerName = corev1.DefaultSchedulerName }),
-		res:  Result{Policy: "same-sched"},
+		res:  wantResult{Policy: "same-sched"},
 	}, {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -105,13 +105,13 @@ func TestPod(t *testing.T) {
 			NetworkTopologyHighestTierAnnotation: "1",
 			hbv1.DefaultedByAnnotation:           "namespace:ml/queue",
 		}, func(s *corev1.PodSpec) { s.PriorityClassName, s.SchedulerName = "x", "y" }),
-		res: Result{Policy: "team-a", Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "namespace annotation applies without a policy",
 		ns:   Namespace{Name: "ml", Annotations: map[string]string{QueueNameAnnotation: " namespace/ batch "}},
 		in:   pod(nil, nil),
 		want: pod(map[string]string{QueueNameAnnotation: "namespace/batch", hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, nil),
-		res:  Result{Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
+		res:  wantResult{Fields: []string{qPath}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "blank queue annotation is unset; history is merged",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -129,21 +129,21 @@ func TestPod(t *testing.T) {
 			s.PriorityClassName, s.SchedulerName = "x", "y"
 			s.NodeName = "untouched"
 		}),
-		res: Result{Policy: "team-a", Fields: []string{qPath, modePath, tierPath}, DefaultedBy: "old/priorityClassName;team-a/queue,networkTopology"},
+		res: wantResult{Policy: "team-a", Fields: []string{qPath, modePath, tierPath}, DefaultedBy: "old/priorityClassName;team-a/queue,networkTopology"},
 	}, {
 		name: "highestTierName cannot be a pod annotation: no topology",
 		pols: []hbv1.WorkloadPolicy{tierName},
 		ns:   nsA,
 		in:   pod(nil, nil),
 		want: pod(map[string]string{QueueNameAnnotation: "q", hbv1.DefaultedByAnnotation: "named-tier/queue"}, nil),
-		res:  Result{Policy: "named-tier", Fields: []string{qPath}, DefaultedBy: "named-tier/queue"},
+		res:  wantResult{Policy: "named-tier", Fields: []string{qPath}, DefaultedBy: "named-tier/queue"},
 	}, {
 		name: "empty mode is written as hard, no tier annotation",
 		pols: []hbv1.WorkloadPolicy{modeOnly},
 		ns:   nsA,
 		in:   pod(nil, nil),
 		want: pod(map[string]string{NetworkTopologyModeAnnotation: "hard", hbv1.DefaultedByAnnotation: "mode-only/networkTopology"}, nil),
-		res:  Result{Policy: "mode-only", Fields: []string{modePath}, DefaultedBy: "mode-only/networkTopology"},
+		res:  wantResult{Policy: "mode-only", Fields: []string{modePath}, DefaultedBy: "mode-only/networkTopology"},
 	}, {
 		name: "higher weight wins",
 		pols: []hbv1.WorkloadPolicy{
@@ -153,7 +153,7 @@ func TestPod(t *testing.T) {
 		ns:   nsA,
 		in:   pod(nil, nil),
 		want: pod(map[string]string{QueueNameAnnotation: "high", hbv1.DefaultedByAnnotation: "z-high/queue"}, nil),
-		res:  Result{Policy: "z-high", Fields: []string{qPath}, DefaultedBy: "z-high/queue"},
+		res:  wantResult{Policy: "z-high", Fields: []string{qPath}, DefaultedBy: "z-high/queue"},
 	}, {
 		name: "equal weight: lexically smallest name wins",
 		pols: []hbv1.WorkloadPolicy{
@@ -163,14 +163,14 @@ func TestPod(t *testing.T) {
 		ns:   nsA,
 		in:   pod(nil, nil),
 		want: pod(map[string]string{QueueNameAnnotation: "a", hbv1.DefaultedByAnnotation: "alpha/queue"}, nil),
-		res:  Result{Policy: "alpha", Fields: []string{qPath}, DefaultedBy: "alpha/queue"},
+		res:  wantResult{Policy: "alpha", Fields: []string{qPath}, DefaultedBy: "alpha/queue"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b", Labels: map[string]string{"team": "b"}},
 		in:   pod(nil, nil),
 		want: pod(nil, nil),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,5 +184,5 @@ func TestPod(t *testing.T) {
 }
 
 func TestPodNil(t *testing.T) {
-	checkResult(t, Pod(nil, nsA, mustPolicies(t, teamA())), Result{})
+	checkResult(t, Pod(nil, nsA, mustPolicies(t, teamA())), wantResult{})
 }

@@ -21,7 +21,7 @@ func TestPodGroup(t *testing.T) {
 		ns   Namespace
 		in   *schedulingv1beta1.PodGroup
 		want *schedulingv1beta1.PodGroup
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied over the CRD's default queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -31,7 +31,7 @@ func TestPodGroup(t *testing.T) {
 			MinMember: 4, Queue: "team-a", PriorityClassName: "batch-normal",
 			NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(2)},
 		}),
-		res: Result{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.networkTopology"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.networkTopology"},
 			DefaultedBy: "team-a/queue,priorityClassName,networkTopology"},
 	}, {
 		name: "user values kept",
@@ -41,7 +41,7 @@ func TestPodGroup(t *testing.T) {
 			NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: "soft"}}),
 		want: podGroup(nil, schedulingv1beta1.PodGroupSpec{Queue: "namespace/x", PriorityClassName: "p",
 			NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: "soft"}}),
-		res: Result{Policy: "team-a"},
+		res: wantResult{Policy: "team-a"},
 	}, {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -49,14 +49,14 @@ func TestPodGroup(t *testing.T) {
 		in:   podGroup(nil, schedulingv1beta1.PodGroupSpec{PriorityClassName: "p", NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{}}),
 		want: podGroup(map[string]string{hbv1.DefaultedByAnnotation: "namespace:ml/queue"}, schedulingv1beta1.PodGroupSpec{
 			Queue: "ml-queue", PriorityClassName: "p", NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{}}),
-		res: Result{Policy: "team-a", Fields: []string{"spec.queue"}, DefaultedBy: "namespace:ml/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.queue"}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b"},
 		in:   podGroup(nil, schedulingv1beta1.PodGroupSpec{Queue: "default"}),
 		want: podGroup(nil, schedulingv1beta1.PodGroupSpec{Queue: "default"}),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -91,5 +91,5 @@ func TestNilPolicies(t *testing.T) {
 		t.Error("nil *Policies must match nothing")
 	}
 	p := pod(nil, nil)
-	checkResult(t, Pod(p, nsA, nil), Result{})
+	checkResult(t, Pod(p, nsA, nil), wantResult{})
 }

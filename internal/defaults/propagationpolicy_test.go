@@ -43,7 +43,7 @@ func TestPropagationPolicy(t *testing.T) {
 		ns   Namespace
 		in   *policyv1alpha1.PropagationPolicy
 		want *policyv1alpha1.PropagationPolicy
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied (exclusions alone select nothing)",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -52,7 +52,7 @@ func TestPropagationPolicy(t *testing.T) {
 			ClusterAffinity: &policyv1alpha1.ClusterAffinity{ExcludeClusters: []string{"c"}},
 		}),
 		want: propagationPolicy(map[string]string{hbv1.DefaultedByAnnotation: all}, true, defaulted),
-		res: Result{Policy: "team-a", Fields: []string{"spec.placement.clusterAffinity.clusterNames",
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.placement.clusterAffinity.clusterNames",
 			"spec.placement.replicaScheduling", "spec.placement.spreadConstraints", "spec.propagateDeps"}, DefaultedBy: all},
 	}, {
 		name: "user values kept",
@@ -60,7 +60,7 @@ func TestPropagationPolicy(t *testing.T) {
 		ns:   nsA,
 		in:   propagationPolicy(nil, true, user),
 		want: propagationPolicy(nil, true, user),
-		res:  Result{Policy: "team-a"},
+		res:  wantResult{Policy: "team-a"},
 	}, {
 		name: "clusterAffinities block clusterNames; Divided without preference gets one",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -77,7 +77,7 @@ func TestPropagationPolicy(t *testing.T) {
 			},
 			SpreadConstraints: user.SpreadConstraints,
 		}),
-		res: Result{Policy: "team-a", Fields: []string{"spec.placement.replicaScheduling.replicaDivisionPreference"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.placement.replicaScheduling.replicaDivisionPreference"},
 			DefaultedBy: "team-a/replicaScheduling"},
 	}, {
 		name: "propagateDeps false in the policy writes nothing",
@@ -89,14 +89,14 @@ func TestPropagationPolicy(t *testing.T) {
 				ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDivided, ReplicaDivisionPreference: "Weighted",
 			},
 		}),
-		res: Result{Policy: "no-deps", Fields: []string{"spec.placement.replicaScheduling"}, DefaultedBy: "no-deps/replicaScheduling"},
+		res: wantResult{Policy: "no-deps", Fields: []string{"spec.placement.replicaScheduling"}, DefaultedBy: "no-deps/replicaScheduling"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b"},
 		in:   propagationPolicy(nil, false, policyv1alpha1.Placement{}),
 		want: propagationPolicy(nil, false, policyv1alpha1.Placement{}),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

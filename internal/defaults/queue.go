@@ -42,14 +42,14 @@ func queueUnsetInSpec(q string) bool {
 
 // queueDefault is the queue to fill into a workload that has none, and its defaulted-by source:
 // the namespace annotation first, then the governing policy. "" when neither has one.
-func (r *run) queueDefault() (queue, source string) {
+func (r *run) queueDefault() (queue string, source Source) {
 	if q := NormalizeQueue(r.ns.Annotations[QueueNameAnnotation]); q != "" {
-		return q, namespaceSourcePrefix + r.ns.Name
+		return q, Source{Kind: SourceNamespace, Name: r.ns.Name}
 	}
 	if q := NormalizeQueue(r.defaults().Queue); q != "" {
 		return q, r.policySource()
 	}
-	return "", ""
+	return "", Source{}
 }
 
 // fillSpecQueue fills a spec.queue field that is unset in the sense of queueUnsetInSpec.

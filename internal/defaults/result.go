@@ -13,16 +13,72 @@ import (
 type Result struct {
 	// Policy is the name of the WorkloadPolicy governing the namespace, "" when none matches.
 	Policy string
-	// Fields are the paths this call filled, in the order filled, e.g. "spec.queue" or
-	// "metadata.annotations[scheduling.volcano.sh/queue-name]". Empty when nothing changed.
-	Fields []string
+	// Fills are the fields this call filled, in the order filled. Empty when nothing changed.
+	Fills []Fill
 	// DefaultedBy is the hyperbatch.dev/defaulted-by value this call wrote (history merged in),
 	// "" when this call filled nothing.
 	DefaultedBy string
 }
 
+// Fill is one field one call filled: where, which default, and where the value came from.
+type Fill struct {
+	// Path is the field's path in the object, e.g. "spec.queue" or
+	// "metadata.annotations[scheduling.volcano.sh/queue-name]".
+	Path string
+	// Field is the default's short name as defaulted-by writes it (FieldQueue ...).
+	Field string
+	// Source is where the value came from.
+	Source Source
+}
+
+// SourceKind says what kind of thing a default's value came from.
+type SourceKind string
+
+const (
+	// SourcePolicy is the governing WorkloadPolicy's spec.defaults (Source.Name is the policy).
+	SourcePolicy SourceKind = "WorkloadPolicy"
+	// SourceNamespace is the namespace's scheduling.volcano.sh/queue-name annotation (Source.Name
+	// is the namespace).
+	SourceNamespace SourceKind = "Namespace"
+	// SourceJobSet is a JobSet's own queue annotation copied into its pod templates (Source.Name is
+	// the JobSet).
+	SourceJobSet SourceKind = "JobSet"
+)
+
+// Source is where a filled value came from.
+type Source struct {
+	Kind SourceKind
+	Name string
+}
+
+// String is the source as the defaulted-by annotation writes it: a policy's name,
+// "namespace:<namespace>" or "jobset:<name>".
+func (s Source) String() string {
+	switch s.Kind {
+	case SourceNamespace:
+		return namespaceSourcePrefix + s.Name
+	case SourceJobSet:
+		return jobSetSourcePrefix + s.Name
+	}
+	return s.Name
+}
+
 // Changed reports whether the call modified the object.
-func (r Result) Changed() bool { return len(r.Fields) > 0 }
+func (r Result) Changed() bool { return len(r.Fills) > 0 }
+
+// Paths are the paths of the filled fields, in the order filled.
+func (r Result) Paths() []string {
+	out := make([]string, len(r.Fills))
+	for i, f := range r.Fills {
+		out[i] = f.Path
+	}
+	return out
+}
+
+// Filled reports whether the call filled the field at path.
+func (r Result) Filled(path string) bool {
+	return slices.ContainsFunc(r.Fills, func(f Fill) bool { return f.Path == path })
+}
 
 // run is the state of one kind-function call: the governing policy and what was filled from where.
 type run struct {
@@ -48,21 +104,21 @@ func (r *run) defaults() hbv1.PolicyDefaults {
 	return r.policy.Spec.Defaults
 }
 
-// policySource is the defaulted-by source for values taken from the governing policy.
-func (r *run) policySource() string {
+// policySource is the source of values taken from the governing policy.
+func (r *run) policySource() Source {
 	if r.policy == nil {
-		return ""
+		return Source{Kind: SourcePolicy}
 	}
-	return r.policy.Name
+	return Source{Kind: SourcePolicy, Name: r.policy.Name}
 }
 
 // record notes that path was filled with the value of short field name from source.
-func (r *run) record(path, field, source string) {
-	if r.res.Fields == nil {
-		r.res.Fields = make([]string, 0, 6) // a call fills a handful
+func (r *run) record(path, field string, source Source) {
+	if r.res.Fills == nil {
+		r.res.Fills = make([]Fill, 0, 6) // a call fills a handful
 	}
-	r.res.Fields = append(r.res.Fields, path)
-	r.prov.add(source, field)
+	r.res.Fills = append(r.res.Fills, Fill{Path: path, Field: field, Source: source})
+	r.prov.add(source.String(), field)
 }
 
 // fillString sets *dst to val when *dst is "" and val is not, recording it as a policy default.
@@ -74,7 +130,7 @@ func (r *run) fillString(dst *string, val, path, field string) {
 }
 
 // fillAnnotation sets meta's annotation key to val when it is absent or blank and val is not "".
-func (r *run) fillAnnotation(meta *metav1.ObjectMeta, key, val, field, source string) {
+func (r *run) fillAnnotation(meta *metav1.ObjectMeta, key, val, field string, source Source) {
 	if val == "" || strings.TrimSpace(meta.Annotations[key]) != "" || meta.Annotations[key] == val {
 		return
 	}
@@ -84,7 +140,7 @@ func (r *run) fillAnnotation(meta *metav1.ObjectMeta, key, val, field, source st
 
 // finish stamps the defaulted-by annotation on meta when anything was filled and returns the Result.
 func (r *run) finish(meta *metav1.ObjectMeta) Result {
-	if len(r.res.Fields) == 0 {
+	if len(r.res.Fills) == 0 {
 		return r.res
 	}
 	merged := parseDefaultedBy(meta.Annotations[hbv1.DefaultedByAnnotation])

@@ -38,14 +38,14 @@ func TestVolcanoJob(t *testing.T) {
 		ns   Namespace
 		in   *batchv1alpha1.Job
 		want *batchv1alpha1.Job
-		res  Result
+		res  wantResult
 	}{{
 		name: "defaults applied",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsA,
 		in:   vcjob(nil, batchv1alpha1.JobSpec{MinAvailable: 3}),
 		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all}, defaulted),
-		res: Result{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
 			"spec.networkTopology", "spec.ttlSecondsAfterFinished", deadlinePath}, DefaultedBy: all},
 	}, {
 		name: "Volcano's default queue counts as unset",
@@ -53,7 +53,7 @@ func TestVolcanoJob(t *testing.T) {
 		ns:   nsA,
 		in:   vcjob(nil, batchv1alpha1.JobSpec{Queue: "default", MinAvailable: 3}),
 		want: vcjob(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all}, defaulted),
-		res: Result{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.queue", "spec.priorityClassName", "spec.schedulerName",
 			"spec.networkTopology", "spec.ttlSecondsAfterFinished", deadlinePath}, DefaultedBy: all},
 	}, {
 		name: "user values kept (namespace/default is explicit)",
@@ -69,7 +69,7 @@ func TestVolcanoJob(t *testing.T) {
 			s.Queue = "namespace/default"
 			return s
 		}()),
-		res: Result{Policy: "team-a"},
+		res: wantResult{Policy: "team-a"},
 	}, {
 		name: "namespace annotation beats policy queue",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -84,7 +84,7 @@ func TestVolcanoJob(t *testing.T) {
 			s.Queue = "ml-queue"
 			return s
 		}()),
-		res: Result{Policy: "team-a", Fields: []string{"spec.queue"}, DefaultedBy: "namespace:ml/queue"},
+		res: wantResult{Policy: "team-a", Fields: []string{"spec.queue"}, DefaultedBy: "namespace:ml/queue"},
 	}, {
 		name: "tier name and soft mode converted",
 		pols: []hbv1.WorkloadPolicy{named},
@@ -93,14 +93,14 @@ func TestVolcanoJob(t *testing.T) {
 		want: vcjob(map[string]string{hbv1.DefaultedByAnnotation: "named/networkTopology"}, batchv1alpha1.JobSpec{
 			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: "soft", HighestTierName: "spine"},
 		}),
-		res: Result{Policy: "named", Fields: []string{"spec.networkTopology"}, DefaultedBy: "named/networkTopology"},
+		res: wantResult{Policy: "named", Fields: []string{"spec.networkTopology"}, DefaultedBy: "named/networkTopology"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   Namespace{Name: "b"},
 		in:   vcjob(nil, batchv1alpha1.JobSpec{Queue: "default"}),
 		want: vcjob(nil, batchv1alpha1.JobSpec{Queue: "default"}),
-		res:  Result{},
+		res:  wantResult{},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
