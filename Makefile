@@ -9,6 +9,7 @@ GO         ?= go
 NODES      ?= 16
 TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm
 GOTEST_FLAGS ?= -count=1 -timeout=40m
+FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.
 PKGS       ?= $(shell $(GO) list -tags e2e ./... | grep -v /bench/)
 
@@ -61,6 +62,10 @@ run: test-tools crds build ## Start the local cluster with hyperbatch and a demo
 .PHONY: down
 down: ## Stop everything `make run` started.
 	$(GO) run ./hack/localcluster down
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target in the repository for FUZZTIME each (default 10s): make fuzz FUZZTIME=1m
+	FUZZTIME=$(FUZZTIME) GO=$(GO) hack/fuzz.sh
 
 .PHONY: lint
 lint: ## golangci-lint (config in .golangci.yml).

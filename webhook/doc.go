@@ -25,12 +25,14 @@
 //     applied to the request's own JSON, so fields the Go types do not know survive; a warning
 //     lists each filled field with its value and source. For Pods a filled priorityClassName also
 //     sets spec.priority and preemptionPolicy from the PriorityClass, or denies the Pod when the
-//     class does not exist.
+//     class does not exist. The patch and the warning's values come from internal/jsonpatch
+//     (Diff), the warning's sources from the engine's Result.Fills.
 //   - UPDATE: nothing new is filled. The engine tells which fields it would fill in the new object
 //     and which it would have filled in the old one; a field the old object had set and the request
 //     dropped gets its old value back. This keeps `kubectl apply` (client- and server-side)
 //     idempotent, keeps running workloads as they were admitted when a policy changes, and never
 //     trips upstream immutability (Volcano Job spec, JobSet replicatedJobs, Pod spec).
+//     internal/jsonpatch (CarryOver) builds that patch.
 //
 // # Validation
 //

@@ -43,7 +43,7 @@ func FuzzHandlers(f *testing.F) {
 			if !resp.Allowed || len(patchOps(t, resp)) == 0 {
 				continue
 			}
-			doc, err := decodeJSONMap(obj)
+			doc, err := decodeJSONObject(obj)
 			if err != nil {
 				t.Fatalf("%s patched an undecodable object", path)
 			}

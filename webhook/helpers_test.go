@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,7 +96,7 @@ func admit(t *testing.T, h admission.Handler, req admission.Request, out client.
 	if out == nil || !resp.Allowed {
 		return resp
 	}
-	doc, err := decodeJSONMap(req.Object.Raw)
+	doc, err := decodeJSONObject(req.Object.Raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +210,19 @@ func patchOps(t testing.TB, resp admission.Response) []jsonpatch.JsonPatchOperat
 		t.Fatalf("the response's patch is not a JSON patch: %v\n%s", err, resp.Patch)
 	}
 	return ops
+}
+
+// decodeJSONObject decodes a JSON object with encoding/json (numbers kept as json.Number), the
+// reference the webhook's own parser (internal/jsonpatch) is fuzzed against.
+func decodeJSONObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	return m, nil
 }

@@ -2,16 +2,12 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,6 +16,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/jsonpatch"
 )
 
 // finishFunc runs after the engine filled something on CREATE. It may change obj further (Pods:
@@ -142,16 +139,12 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		}
 		note = n
 	}
-	patched, patch, err := patchRaw(req.Object.Raw, obj, out)
+	patched, patch, err := jsonpatch.Diff(req.Object.Raw, obj, out)
 	if err != nil {
 		m.log(ctx, req).Error(err, "building the patch failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
 	}
-	resp, err := patchResponse(patch)
-	if err != nil {
-		m.log(ctx, req).Error(err, "building the patch failed")
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
-	}
+	resp := patchResponse(patch)
 	warning := defaultedWarning(res.Fills, patched, note)
 	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Paths(), "defaultedBy", res.DefaultedBy)
 	return resp.WithWarnings(warning), resultPatched
@@ -169,48 +162,22 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 	for _, f := range m.apply(old.DeepCopyObject().(T), ns, pols).Fills {
 		wasUnset[f.Path] = true
 	}
-	newRaw, err := decodeValidJSONMap(req.Object.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding %s: %w", m.gvk.Kind, err)), resultError
+	paths := make([]string, len(nowUnset))
+	for i, f := range nowUnset {
+		paths[i] = f.Path
 	}
-	dst := sharingTree(newRaw) // the carried-over values go in here; newRaw stays as it came
-	oldRaw, err := decodeValidJSONMap(req.OldObject.Raw)
-	if err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the old %s: %w", m.gvk.Kind, err)), resultError
-	}
-	var kept []string
-	for _, f := range nowUnset {
-		p := f.Path
-		steps, err := parsePath(p)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err), resultError
-		}
-		oldSteps, ok := counterpart(dst.root, oldRaw, steps)
-		if !ok || wasUnset[formatPath(oldSteps)] {
-			continue
-		}
-		v, ok := lookup(oldRaw, oldSteps)
-		if !ok {
-			continue
-		}
-		if set(dst, steps, v) {
-			kept = append(kept, p)
-		}
-	}
-	// The history annotation is bookkeeping of the object's whole life: keep it too.
-	defaultedBy := []step{{key: "metadata"}, {key: "annotations"}, {bracket: true, key: hbv1.DefaultedByAnnotation}}
-	if cur, _ := lookup(dst.root, defaultedBy); isBlank(cur) {
-		if prev, ok := lookup(oldRaw, defaultedBy); ok && !isBlank(prev) {
-			set(dst, defaultedBy, prev)
-		}
-	}
-	ops := jsonPatch(newRaw, dst.root)
-	resp, err := patchResponse(ops)
+	patch, kept, err := jsonpatch.CarryOver(req.Object.Raw, req.OldObject.Raw, jsonpatch.Carry{
+		Paths: paths,
+		Skip:  func(oldPath string) bool { return wasUnset[oldPath] },
+		// The history annotation is bookkeeping of the object's whole life: keep it too.
+		IfBlank: []string{"metadata.annotations[" + hbv1.DefaultedByAnnotation + "]"},
+	})
 	if err != nil {
 		m.log(ctx, req).Error(err, "building the patch failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
-	if len(ops) == 0 {
+	resp := patchResponse(patch)
+	if len(patch) == 0 {
 		return resp, resultAllowed
 	}
 	// No warning: nothing changes from the user's point of view, and a warning on every re-apply of
@@ -219,119 +186,17 @@ func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old
 	return resp, resultPatched
 }
 
-// patchRaw applies to the request's raw object every change between two renderings of the typed
-// object, before and after defaulting, and returns the patched object (a JSON tree) and the JSON
-// patch from raw to it. Diffing the renderings (not raw against the rendering) keeps fields the Go
-// types do not know (a newer CRD than our API module) and never adds the zero values a typed
-// rendering writes; applying the changes to raw creates the parents raw lacks. Only the parts of
-// the two objects that differ are actually rendered (mergeTypedChanges): the defaults engine changes
-// a handful of fields, and rendering the whole object twice cost more than the rest of the diff.
-// The changes go into a tree that shares every unchanged part with raw's (sharingTree), so neither
-// copying raw's tree nor diffing the unchanged parts costs anything, and raw's tree is parsed only
-// along the paths written (decodeLazyJSONMap). raw must have been decoded once already (it is
-// valid JSON).
-func patchRaw(raw []byte, before, after any) (map[string]any, []jsonpatch.JsonPatchOperation, error) {
-	orig, err := decodeLazyJSONMap(raw)
-	if err != nil {
-		return nil, nil, err
+// patchResponse admits with an encoded JSON patch, as admission.PatchResponseFromRaw does
+// (Response.Patch set and Response.Patches left empty, so Response.Complete does not encode it
+// again with json.Marshal).
+func patchResponse(patch []byte) admission.Response {
+	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
+	if len(patch) == 0 {
+		return resp
 	}
-	dst := sharingTree(orig)
-	// Exactly what mergeChanges(dst, toJSONMap(before), toJSONMap(after), nil) writes (FuzzTypedChanges).
-	if err := mergeTypedChanges(dst, before, after, make([]step, 0, 8)); err != nil {
-		return nil, nil, err
-	}
-	return dst.root, jsonPatch(orig, dst.root), nil
-}
-
-// mergeChanges writes into dst, at the same paths, every difference between before and after.
-// Maps and equally long lists are compared member by member, so only the changed leaves (or the
-// smallest changed subtree dst cannot descend into) are written.
-func mergeChanges(dst *tree, before, after any, at []step) {
-	switch a := after.(type) {
-	case map[string]any:
-		b, ok := before.(map[string]any)
-		if !ok || len(at) > 0 && !isMapAt(dst, at) {
-			break
-		}
-		p, last := withStep(at)
-		for k, av := range a {
-			p[last] = step{key: k}
-			if bv, ok := b[k]; ok {
-				mergeChanges(dst, bv, av, p)
-			} else {
-				set(dst, p, av)
-			}
-		}
-		for k := range b {
-			if _, ok := a[k]; !ok {
-				p[last] = step{key: k}
-				remove(dst, p)
-			}
-		}
-		return
-	case []any:
-		b, ok := before.([]any)
-		cur, _ := lookup(dst.root, at)
-		dl, dok := cur.([]any)
-		if !ok || !dok || len(b) != len(a) || len(dl) != len(a) {
-			break
-		}
-		p, last := withStep(at)
-		for i := range a {
-			p[last] = step{bracket: true, isIndex: true, index: i}
-			mergeChanges(dst, b[i], a[i], p)
-		}
-		return
-	}
-	if len(at) == 0 || equalJSON(before, after) {
-		return
-	}
-	if after == nil {
-		remove(dst, at)
-		return
-	}
-	set(dst, at, after)
-}
-
-// withStep returns at with room for one more step, at index last. Each member of a map or list
-// overwrites that step in turn: a path is only read during the call it is passed to, so the
-// recursion shares one backing array instead of copying the path for every member.
-func withStep(at []step) (p []step, last int) {
-	at = append(at, step{})
-	return at, len(at) - 1
-}
-
-// equalJSON reports whether two JSON trees are equal (reflect.DeepEqual, with the scalars compared
-// directly).
-func equalJSON(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func isMapAt(t *tree, at []step) bool {
-	v, ok := lookup(t.root, at)
-	if !ok {
-		return true // set creates it
-	}
-	_, isMap := v.(map[string]any)
-	return isMap
-}
-
-func isBlank(v any) bool {
-	s, ok := v.(string)
-	return v == nil || ok && strings.TrimSpace(s) == ""
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp
 }
 
 // checkKind refuses a request for a kind this handler does not serve (a misconfigured webhook).

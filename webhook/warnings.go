@@ -8,6 +8,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/jsonpatch"
 )
 
 // Warnings are shown by kubectl as "Warning: ..."; the apiserver truncates a response's warnings
@@ -33,7 +34,7 @@ func describeSource(source defaults.Source) string {
 
 // defaultedWarning is e.g. "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal
 // from WorkloadPolicy team-a". Fields are grouped by source in the order they were filled.
-func defaultedWarning(fills []defaults.Fill, obj map[string]any, note string) string {
+func defaultedWarning(fills []defaults.Fill, obj jsonpatch.Doc, note string) string {
 	type group struct {
 		source string
 		items  []string
@@ -72,16 +73,11 @@ func defaultedWarning(fills []defaults.Fill, obj map[string]any, note string) st
 	return clip(b.String())
 }
 
-func valueAt(obj map[string]any, path string) string {
-	steps, err := parsePath(path)
-	if err != nil {
-		return "?"
-	}
-	v, ok := lookup(obj, steps)
+func valueAt(obj jsonpatch.Doc, path string) string {
+	s, ok := obj.Value(path)
 	if !ok {
 		return "?"
 	}
-	s := renderValue(v)
 	if utf8.RuneCountInString(s) > maxValueRunes {
 		s = string([]rune(s)[:maxValueRunes]) + "…"
 	}

@@ -159,7 +159,7 @@ func TestPatchKeepsUnknownFieldsAndCreatesParents(t *testing.T) {
 	if !resp.Allowed {
 		t.Fatalf("denied: %+v", resp.Result)
 	}
-	doc, _ := decodeJSONMap(req.Object.Raw)
+	doc, _ := decodeJSONObject(req.Object.Raw)
 	for _, op := range patchOps(t, resp) {
 		if op.Operation == "remove" {
 			t.Errorf("patch removes %s", op.Path)

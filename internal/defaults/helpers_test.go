@@ -114,4 +114,3 @@ func (p provenance) has(source, field string) bool {
 	}
 	return false
 }
-

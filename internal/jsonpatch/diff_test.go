@@ -1,4 +1,4 @@
-package webhook
+package jsonpatch
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"gomodules.xyz/jsonpatch/v2"
+	gjp "gomodules.xyz/jsonpatch/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -26,7 +26,7 @@ func TestJSONPatchMatchesCreatePatch(t *testing.T) {
 	}
 	for _, from := range docs {
 		for _, to := range docs {
-			want, err := jsonpatch.CreatePatch([]byte(from), []byte(to))
+			want, err := gjp.CreatePatch([]byte(from), []byte(to))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +41,7 @@ func TestJSONPatchMatchesCreatePatch(t *testing.T) {
 }
 
 // canonical encodes ops in path order; both sides emit object members in map order.
-func canonical(t *testing.T, ops []jsonpatch.JsonPatchOperation) string {
+func canonical(t *testing.T, ops []gjp.JsonPatchOperation) string {
 	t.Helper()
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
 	raw, err := json.Marshal(ops)

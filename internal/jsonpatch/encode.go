@@ -1,18 +1,18 @@
-package webhook
+package jsonpatch
 
 import (
 	"encoding/json"
 	"sort"
 
-	"gomodules.xyz/jsonpatch/v2"
+	gjp "gomodules.xyz/jsonpatch/v2"
 )
 
 // encodePatch renders JSON patch operations exactly as json.Marshal does (through
-// jsonpatch.Operation's MarshalJSON: "value" is written for add and replace even when null, and
+// gomodules.xyz/jsonpatch's Operation.MarshalJSON: "value" is written for add and replace even when null, and
 // left out of a remove), without reflection for the values a JSON tree holds. Encoding the patch
 // with json.Marshal cost an eighth of a Pod request. TestEncodePatch and FuzzEncodePatch check
 // the output byte for byte against json.Marshal.
-func encodePatch(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+func encodePatch(ops []gjp.JsonPatchOperation) ([]byte, error) {
 	buf := make([]byte, 0, 256+96*len(ops))
 	buf = append(buf, '[')
 	var err error

@@ -1,14 +1,14 @@
-package webhook
+package jsonpatch
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"gomodules.xyz/jsonpatch/v2"
+	gjp "gomodules.xyz/jsonpatch/v2"
 )
 
-func checkEncodePatch(t *testing.T, ops []jsonpatch.JsonPatchOperation) {
+func checkEncodePatch(t *testing.T, ops []gjp.JsonPatchOperation) {
 	t.Helper()
 	want, wantErr := json.Marshal(ops)
 	got, err := encodePatch(ops)
@@ -26,7 +26,7 @@ func TestEncodePatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkEncodePatch(t, []jsonpatch.JsonPatchOperation{
+	checkEncodePatch(t, []gjp.JsonPatchOperation{
 		{Operation: "add", Path: "/metadata/annotations", Value: map[string]any{"hyperbatch.dev/defaulted-by": "team-a/queue"}},
 		{Operation: "replace", Path: "/spec/schedulerName", Value: "hyperbatch-scheduler"},
 		{Operation: "add", Path: "/spec/priority", Value: json.Number("1000")},
@@ -48,17 +48,17 @@ func TestEncodePatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := encodePatch([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/l", Value: lazy}})
+	got, err := encodePatch([]gjp.JsonPatchOperation{{Operation: "add", Path: "/l", Value: lazy}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := json.Marshal([]jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/l", Value: materialize(lazy)}})
+	want, _ := json.Marshal([]gjp.JsonPatchOperation{{Operation: "add", Path: "/l", Value: materialize(lazy)}})
 	if !bytes.Equal(got, want) {
 		t.Errorf("lazy tree encodes as %s, the whole tree as %s", got, want)
 	}
-	checkEncodePatch(t, []jsonpatch.JsonPatchOperation{})
+	checkEncodePatch(t, []gjp.JsonPatchOperation{})
 	// An invalid number fails as it does in json.Marshal.
-	checkEncodePatch(t, []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/n", Value: json.Number("1x")}})
+	checkEncodePatch(t, []gjp.JsonPatchOperation{{Operation: "add", Path: "/n", Value: json.Number("1x")}})
 }
 
 // Any JSON tree is encoded byte for byte as json.Marshal encodes it.
@@ -70,6 +70,6 @@ func FuzzEncodePatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		checkEncodePatch(t, []jsonpatch.JsonPatchOperation{{Operation: op, Path: path, Value: tree}, {Operation: "remove", Path: path}})
+		checkEncodePatch(t, []gjp.JsonPatchOperation{{Operation: op, Path: path, Value: tree}, {Operation: "remove", Path: path}})
 	})
 }

@@ -1,4 +1,4 @@
-package webhook
+package jsonpatch
 
 import (
 	"bytes"

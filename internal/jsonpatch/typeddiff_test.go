@@ -1,11 +1,11 @@
-package webhook
+package jsonpatch
 
 import (
 	"encoding/json"
 	"reflect"
 	"testing"
 
-	"gomodules.xyz/jsonpatch/v2"
+	gjp "gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -85,11 +85,11 @@ func checkTypedChanges(t *testing.T, b, a any, raw []byte) {
 }
 
 // samePatch: the same operations, in any order (map iteration decides the order).
-func samePatch(a, b []jsonpatch.JsonPatchOperation) bool {
+func samePatch(a, b []gjp.JsonPatchOperation) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	key := func(op jsonpatch.JsonPatchOperation) string {
+	key := func(op gjp.JsonPatchOperation) string {
 		v, _ := json.Marshal(op.Value)
 		return op.Operation + " " + op.Path + " " + string(v)
 	}

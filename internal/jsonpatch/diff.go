@@ -1,32 +1,12 @@
-package webhook
+package jsonpatch
 
 import (
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
-	"gomodules.xyz/jsonpatch/v2"
-	admissionv1 "k8s.io/api/admission/v1"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	gjp "gomodules.xyz/jsonpatch/v2"
 )
-
-// patchResponse admits with the JSON patch ops, as admission.PatchResponseFromRaw does, with the
-// patch already encoded (Response.Patch set and Response.Patches left empty, so Response.Complete
-// does not encode it again with json.Marshal).
-func patchResponse(ops []jsonpatch.JsonPatchOperation) (admission.Response, error) {
-	resp := admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true}}
-	if len(ops) == 0 {
-		return resp, nil
-	}
-	patch, err := encodePatch(ops)
-	if err != nil {
-		return admission.Response{}, fmt.Errorf("encoding the JSON patch: %w", err)
-	}
-	pt := admissionv1.PatchTypeJSONPatch
-	resp.Patch, resp.PatchType = patch, &pt
-	return resp, nil
-}
 
 // jsonPatch returns the RFC 6902 operations that turn the JSON tree from into to. It is the diff
 // admission.PatchResponseFromRaw computes (gomodules.xyz/jsonpatch's CreatePatch), run on trees the
@@ -34,12 +14,12 @@ func patchResponse(ops []jsonpatch.JsonPatchOperation) (admission.Response, erro
 // member only in from is removed, values of different types are replaced, objects are compared
 // member by member, lists element by element (the extra tail removed from the end or added). A map
 // or list that is the same container in both trees is unchanged and not looked into.
-func jsonPatch(from, to any) []jsonpatch.JsonPatchOperation {
-	ops := make([]jsonpatch.JsonPatchOperation, 0, 8) // never nil, as CreatePatch
+func jsonPatch(from, to any) []gjp.JsonPatchOperation {
+	ops := make([]gjp.JsonPatchOperation, 0, 8) // never nil, as CreatePatch
 	var path []string
 	var diff func(a, b any)
 	emit := func(op string, value any) {
-		ops = append(ops, jsonpatch.NewOperation(op, pointer(path), value))
+		ops = append(ops, gjp.NewOperation(op, pointer(path), value))
 	}
 	diff = func(a, b any) {
 		if ra, ok := a.(*rawNode); ok && ra == b { // one unparsed part of a lazy tree: unchanged
