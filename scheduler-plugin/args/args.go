@@ -49,6 +49,8 @@ const (
 )
 
 // HyperTopologyArgs configures the HyperTopology plugin.
+//
+// +kubebuilder:object:root=true
 type HyperTopologyArgs struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -70,31 +72,6 @@ type ScoreWeights struct {
 	// LeafFill favours nodes whose lowest HyperNode has room for more of the gang, so that a gang that
 	// spans several leaves uses as few as possible. Default 1.
 	LeafFill *int32 `json:"leafFill,omitempty"`
-}
-
-// DeepCopyObject implements runtime.Object.
-func (a *HyperTopologyArgs) DeepCopyObject() runtime.Object { return a.DeepCopy() }
-
-// DeepCopy copies the args.
-func (a *HyperTopologyArgs) DeepCopy() *HyperTopologyArgs {
-	if a == nil {
-		return nil
-	}
-	out := &HyperTopologyArgs{TypeMeta: a.TypeMeta}
-	out.PermitTimeoutSeconds = copyInt32(a.PermitTimeoutSeconds)
-	out.MaxCandidatesPerTier = copyInt32(a.MaxCandidatesPerTier)
-	if a.ScoreWeights != nil {
-		out.ScoreWeights = &ScoreWeights{Locality: copyInt32(a.ScoreWeights.Locality), LeafFill: copyInt32(a.ScoreWeights.LeafFill)}
-	}
-	return out
-}
-
-func copyInt32(p *int32) *int32 {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // SetDefaults fills unset fields.
