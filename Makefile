@@ -30,9 +30,10 @@ test-tools:
 	hack/tools.sh $(TEST_TOOLS)
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code, our CRD (config/crd/ and the chart's crds/) and the webhook manifests.
+generate: ## Regenerate deepcopy code (api/, scheduler-plugin/args), our CRD (config/crd/ and the chart's crds/), the manager's RBAC (config/rbac) and the webhook manifests.
 	hack/tools.sh controller-gen
-	$(BIN)/controller-gen object paths=./api/...
+	$(BIN)/controller-gen object paths=./api/... paths=./scheduler-plugin/args/...
+	$(BIN)/controller-gen rbac:roleName=hyperbatch-manager paths=./cmd/manager/... paths=./controllers/... paths=./webhook/... paths=./certs/... output:rbac:dir=config/rbac
 	$(BIN)/controller-gen crd paths=./api/... output:crd:dir=config/crd
 	cp config/crd/*.yaml charts/hyperbatch/crds/
 	$(GO) run ./webhook/cmd/genmanifests
@@ -40,7 +41,7 @@ generate: ## Regenerate deepcopy code, our CRD (config/crd/ and the chart's crds
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files are out of date.
-	@git diff --quiet -- api config charts || { git --no-pager diff --stat -- api config charts; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
+	@git diff --quiet -- api config charts scheduler-plugin/args || { git --no-pager diff --stat -- api config charts scheduler-plugin/args; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
 
 .PHONY: crds
 crds: ## Gather the Volcano, Karmada and JobSet CRDs from the Go module cache into _output/crds/.

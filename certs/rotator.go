@@ -24,6 +24,14 @@ import (
 // maxWriteAttempts bounds how often one sync re-reads the Secret after losing a write race.
 const maxWriteAttempts = 5
 
+// RBAC of the Rotator (config/rbac is generated from these markers). The webhook configurations
+// are read by name only; the Secret lives in hyperbatch's own namespace (a Role: the namespace is
+// the chart's release namespace, hyperbatch-system in config/rbac).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,resourceNames=hyperbatch-mutating;hyperbatch-validating,verbs=get;patch
+// +kubebuilder:rbac:groups="",namespace=hyperbatch-system,resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
 // Rotator keeps the webhook certificates valid. It is a manager.Runnable that runs on every replica
 // (NeedLeaderElection is false): each replica needs the serving certificate on its own disk. Replicas
 // coordinate through the Secret alone: writes carry the resourceVersion that was read, so when two

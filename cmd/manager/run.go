@@ -48,6 +48,9 @@ type options struct {
 	certSecret     string
 }
 
+// Leader election, in hyperbatch's own namespace (config/rbac is generated from this marker).
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=hyperbatch-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 func run(o options) error {
 	names, err := selectedControllers(o.controllers)
 	if err != nil {

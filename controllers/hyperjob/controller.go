@@ -46,6 +46,15 @@ const (
 	staleCacheRequeue = time.Second
 )
 
+// RBAC of this controller (config/rbac is generated from these markers).
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler splits HyperJobs into Volcano Jobs and Karmada PropagationPolicies and aggregates their
 // status. See docs/hyperjob.md.
 //
@@ -54,14 +63,6 @@ const (
 // HyperJob deletes them (foreground or background, as the user asked). A finalizer would add a write
 // per HyperJob, block deletion of HyperJobs whenever this controller is down or uninstalled, and buy
 // nothing: there is no external state to clean up.
-//
-// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader

@@ -22,6 +22,11 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 )
 
+// RBAC of this controller (config/rbac is generated from these markers).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler keeps the pod-webhook label of one namespace in line with the policies.
 type Reconciler struct {
 	client   client.Client

@@ -22,6 +22,13 @@ import (
 // ConditionReady is the status condition saying the policy is valid and in force.
 const ConditionReady = "Ready"
 
+// RBAC of this controller (config/rbac is generated from these markers; test/chart checks the chart
+// grants exactly that).
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
 // Reconciler updates WorkloadPolicy status.
 type Reconciler struct {
 	client   client.Client
