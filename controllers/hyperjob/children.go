@@ -204,7 +204,7 @@ func setClusterNames(pp *policyv1alpha1.PropagationPolicy, names []string) {
 	pl.ClusterAffinity.ClusterNames = slices.Clone(names)
 }
 
-// childLabels are the labels both kinds of child carry (design.md section 5).
+// childLabels are the labels both kinds of child carry (docs/design.md, "Keys").
 func childLabels(hj *trainingv1alpha1.HyperJob, rj string) map[string]string {
 	return map[string]string{hbv1.HyperJobNameLabel: hj.Name, hbv1.ReplicatedJobNameLabel: rj}
 }
