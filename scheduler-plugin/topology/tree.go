@@ -107,6 +107,10 @@ func (t Tree) Ready() (bool, string) {
 	return true, ""
 }
 
+// Synced reports whether the HyperNode and Node informers have delivered their initial lists (so
+// KnowsNode is authoritative).
+func (t Tree) Synced() bool { return t.c.synced == nil || t.c.synced() }
+
 // Invalid is the reason the HyperNode objects do not form a valid tree ("" when they do).
 func (t Tree) Invalid() string { return t.c.invalid }
 
