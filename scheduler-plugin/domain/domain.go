@@ -341,14 +341,18 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	var anchor *topology.HyperNode
 	if len(req.Placed) > 0 {
 		anchor = t.LCA(req.Placed)
-		if req.Limit.Hard && anchor.Tier > req.Limit.Tier {
-			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), above %s", display(anchor), anchor.Tier, req.Limit.Describe)}
+		if !Allows(req.Limit, anchor) {
+			rel := "outside"
+			if numericLimit(req.Limit) {
+				rel = "above"
+			}
+			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), %s %s", display(anchor), anchor.Tier, rel, req.Limit.Describe)}
 		}
 	}
 
 	var notes []string
 	for _, tier := range t.Tiers() {
-		if req.Limit.Hard && tier > req.Limit.Tier {
+		if numericLimit(req.Limit) && tier > req.Limit.Tier {
 			notes = append(notes, fmt.Sprintf("tier %d and above not allowed (%s)", tier, req.Limit.Describe))
 			break
 		}
@@ -359,6 +363,9 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			}
 		} else {
 			cands = t.AtTier(tier)
+		}
+		if req.Limit.TierName != "" && req.Limit.Hard {
+			cands = allowedOnly(req.Limit, cands)
 		}
 		if len(cands) == 0 {
 			continue
@@ -399,15 +406,55 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, rooms[best.Index]))
 		}
 	}
-	if !req.Limit.Hard || root.Tier <= req.Limit.Tier {
+	if Allows(req.Limit, root) {
 		if rooms[nh] >= need && minOK(nh) && fits(root) {
 			return choose(root), nil
 		}
 		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", rooms[nh]))
+	} else if req.Limit.TierName != "" {
+		notes = append(notes, fmt.Sprintf("only HyperNodes named %q and those below one are allowed (%s); trees without that name are never used", req.Limit.TierName, req.Limit.Describe))
+	} else if req.Limit.AnyHyperNode {
+		notes = append(notes, "the cluster root is not allowed (mode hard without a tier bound: one HyperNode of any tier)")
 	} else if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed") {
 		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, req.Limit.Describe))
 	}
 	return nil, &Unsatisfiable{Msg: p.describe(need) + ": " + strings.Join(notes, "; ")}
+}
+
+// Allows reports whether a hard limit lets the gang use HyperNode h (the root included); soft
+// limits allow everything.
+//   - highestTierAllowed: h's tier is at most the limit (the root too, when its tier is).
+//   - highestTierName X, per tree: h's tierName is X, or one of h's ancestors' is. The root never is.
+//   - hard without a bound: any real HyperNode, never the root.
+func Allows(l gang.Limit, h *topology.HyperNode) bool {
+	switch {
+	case !l.Hard:
+		return true
+	case l.TierName != "":
+		for a := h; a != nil && !a.IsRoot(); a = a.Parent {
+			if a.TierName == l.TierName {
+				return true
+			}
+		}
+		return false
+	case l.AnyHyperNode:
+		return !h.IsRoot()
+	default:
+		return h.Tier <= l.Tier
+	}
+}
+
+// numericLimit is a hard highestTierAllowed limit (tiers above it are skipped outright).
+func numericLimit(l gang.Limit) bool { return l.Hard && l.TierName == "" && !l.AnyHyperNode }
+
+func allowedOnly(l gang.Limit, hs []*topology.HyperNode) []*topology.HyperNode {
+	out := make([]*topology.HyperNode, 0, len(hs))
+	for _, h := range hs {
+		if Allows(l, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // describe renders the demand, e.g. "8 more pods needing 64 cpu, 64 nvidia.com/gpu".

@@ -164,7 +164,7 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 	var limit gang.Limit
 	if spec.Topology != nil {
 		var err error
-		limit, err = spec.Topology.Resolve(t.TierOfName)
+		limit, err = spec.Topology.Resolve(t.HasTierName)
 		if err != nil {
 			return nil, gang.Limit{Describe: string(spec.Topology.Mode)}, err
 		}
