@@ -65,9 +65,12 @@ type Request struct {
 type Choice struct {
 	HyperNode string
 	Tier      int
-	// Root is true when the domain is the whole cluster; Nodes is then nil.
+	// Root is true when the domain is the whole cluster; Nodes is then nil unless the gang spills.
 	Root  bool
 	Nodes sets.Set[string]
+	// Spilled names the leaf HyperNodes a gang that fits no single child of the domain is packed
+	// into (the fewest, best fit first); Nodes is then only their nodes. Empty otherwise.
+	Spilled []string
 	// Need is the number of pods placed in the domain; Room how many of them it holds.
 	Need, Room int
 	// Rooms[h.Index] is how many pods of the gang's shape HyperNode h holds (for scoring), for the
@@ -232,7 +235,10 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	if p.total != nil {
 		aggFree = make([]int64, (nh+1)*k)
 	}
-	keep := !p.homog
+	// Free vectors per node are kept when a detailed check may need them: packing heterogeneous pods,
+	// or checking an aggregate floor on a spilled subset of a domain.
+	keep := !p.homog || p.total != nil
+	nodeSlots := map[string]int64{}
 	var freeAll []int64
 	var podsFree []int64
 	var nodeIdx map[string]int
@@ -271,6 +277,9 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			nodeIdx[node.Name] = i
 		}
 		s := p.slots(free, pods)
+		if s > 0 {
+			nodeSlots[node.Name] = s
+		}
 		if s == 0 && aggFree == nil {
 			continue
 		}
@@ -317,11 +326,43 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 		}
 		return pack(p, members, freeAll, podsFree, podOK)
 	}
+	// subsetFits checks a spilled subset of a domain like fits checks a domain.
+	subsetFits := func(nodes sets.Set[string]) bool {
+		if !keep {
+			return true
+		}
+		members := make([]int, 0, nodes.Len())
+		for n := range nodes {
+			if i, ok := nodeIdx[n]; ok {
+				members = append(members, i)
+			}
+		}
+		if p.total != nil {
+			sum := make(vector, k)
+			for _, i := range members {
+				addPos(sum, freeAll[i*k:(i+1)*k])
+			}
+			for r, v := range p.total {
+				if sum[r] < v {
+					return false
+				}
+			}
+		}
+		return p.homog || pack(p, members, freeAll, podsFree, podOK)
+	}
 	choose := func(h *topology.HyperNode) *Choice {
 		c := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(need), Room: int(rooms[h.Index]), Evaluated: evaluated}
 		if !c.Root {
 			c.Nodes = sets.New[string]()
 			h.EachNode(func(n string) { c.Nodes.Insert(n) })
+		}
+		if req.Topology && (h.IsRoot() || len(h.Children) > 0) {
+			sp := newSpill(t, rooms, nodeSlots, req.Placed)
+			if sp.plan(h, need) && subsetFits(sp.nodes) {
+				c.Nodes = sp.nodes
+				c.Spilled = sp.leaves
+				sort.Strings(c.Spilled)
+			}
 		}
 		c.Rooms = make([]int32, len(rooms))
 		for i, r := range rooms {

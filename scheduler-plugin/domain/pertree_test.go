@@ -114,3 +114,61 @@ func TestChoosePerTreeTierName(t *testing.T) {
 		})
 	}
 }
+
+// A gang that fits no single child of its domain fills the fewest children, best fit first, down to
+// the leaves, and is pinned to their nodes only.
+func TestChooseSpillsIntoFewestLeaves(t *testing.T) {
+	onePerGPU := rl("1", 1) // racks hold 32, spines 64, core 128
+	useRack := func(c *cluster, rack, gpus int) {
+		for i := 0; gpus > 0; i++ {
+			g := min(gpus, 8)
+			c.use(fmt.Sprintf("n%d", rack*4+i), rl("1", int64(g)))
+			gpus -= g
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		setup      func(*cluster)
+		pods       int
+		limit      gang.Limit
+		placed     []string
+		want       string
+		wantLeaves []string
+	}{
+		{name: "72 pods: one whole spine, then the best-fit rack of the other (3 racks, not 4)",
+			pods: 72, limit: hard(3), want: "core", wantLeaves: []string{"rack-0", "rack-1", "rack-2"}},
+		{name: "the last 8 pods go to the rack with exactly 8 free, not a free rack",
+			setup: func(c *cluster) { useRack(c, 3, 24) },
+			pods:  72, limit: hard(3), want: "core", wantLeaves: []string{"rack-0", "rack-1", "rack-3"}},
+		{name: "a spine's overflow: the roomy rack whole, the rest in the tight one",
+			setup: func(c *cluster) { useRack(c, 0, 22) }, // rack-0: 10 free, rack-1: 32
+			pods:  40, limit: hard(2), want: "spine-0", wantLeaves: []string{"rack-0", "rack-1"}},
+		{name: "the rack holding placed pods is filled first",
+			setup: func(c *cluster) { useRack(c, 2, 8) }, // rack-2: 24 free, rack-3: 32
+			pods:  40, limit: hard(2), placed: []string{"n12"}, want: "spine-1", wantLeaves: []string{"rack-2", "rack-3"}},
+		{name: "fits one rack: no spilling", pods: 30, limit: hard(2), want: "rack-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster()
+			if tc.setup != nil {
+				tc.setup(c)
+			}
+			req := Request{Demand: Demand{Pods: pods(tc.pods, onePerGPU)}, Topology: true, Limit: tc.limit, Placed: tc.placed}
+			var got *Choice
+			var err error
+			c.cache.Read(func(tr topology.Tree) {
+				got, err = Choose(tr, c.nodeInfos(), req)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, got.HyperNode)
+				assert.Equal(t, tc.wantLeaves, got.Spilled)
+				want := 0
+				for _, l := range tc.wantLeaves {
+					want += tr.Get(l).NodeCount()
+				}
+				if len(tc.wantLeaves) > 0 {
+					assert.Equal(t, want, got.Nodes.Len(), "pinned to the chosen leaves' nodes only")
+				}
+			})
+		})
+	}
+}

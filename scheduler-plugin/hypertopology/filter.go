@@ -83,7 +83,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, status
 	}
 	st.plan = pl
-	if pl.root {
+	if pl.nodes == nil { // the whole cluster
 		return nil, nil
 	}
 	return &framework.PreFilterResult{NodeNames: pl.nodes}, nil
@@ -142,16 +142,27 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			return
 		}
 		out = &plan{pgUID: spec.UID, pgGen: spec.Generation, treeGen: t.Generation(), hyper: choice.HyperNode, tier: choice.Tier,
-			root: choice.Root, nodes: choice.Nodes, rooms: choice.Rooms, need: choice.Need}
+			root: choice.Root, nodes: choice.Nodes, rooms: choice.Rooms, need: choice.Need, spilled: len(choice.Spilled) > 0}
 		if choice.Root {
 			out.describe = "the whole cluster"
 		} else {
 			out.describe = fmt.Sprintf("HyperNode %s (tier %d)", choice.HyperNode, choice.Tier)
 		}
+		if len(choice.Spilled) > 0 {
+			out.describe += fmt.Sprintf(", packed into %s", describeLeaves(choice.Spilled))
+		}
 		p.setPlan(spec.Key, out)
 		klog.FromContext(ctx).V(3).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
 	})
 	return out, status
+}
+
+// describeLeaves names the leaves a spilled gang is packed into (at most 4 by name).
+func describeLeaves(leaves []string) string {
+	if len(leaves) <= 4 {
+		return fmt.Sprintf("%d leaves (%s)", len(leaves), strings.Join(leaves, ", "))
+	}
+	return fmt.Sprintf("%d leaves (%s, ...)", len(leaves), strings.Join(leaves[:4], ", "))
 }
 
 // choose runs the domain choice for the gang's remaining pods. freed is capacity other gangs'
@@ -301,7 +312,7 @@ func eligibleFor(pod *corev1.Pod) func(*corev1.Node) bool {
 // the nominated-node and preemption paths only run filters).
 func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	st := readState(cs)
-	if st == nil || st.plan == nil || st.plan.root {
+	if st == nil || st.plan == nil || st.plan.nodes == nil {
 		return nil
 	}
 	if node := ni.Node(); node != nil && !st.plan.nodes.Has(node.Name) {

@@ -101,7 +101,8 @@ type plan struct {
 	hyper    string
 	tier     int
 	root     bool
-	nodes    sets.Set[string] // nil when root
+	nodes    sets.Set[string] // nil for the whole cluster (root, not spilled)
+	spilled  bool             // nodes are the leaves the gang was packed into, a subset of hyper's
 	rooms    []int32          // per HyperNode index, for treeGen
 	need     int
 	describe string

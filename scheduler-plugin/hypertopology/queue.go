@@ -333,7 +333,8 @@ func (p *Plugin) vanishedNode(t topology.Tree, key gang.Key) string {
 	return gone[0]
 }
 
-// refreshPlan moves a still-valid plan to the new tree generation (with the domain's current nodes).
+// refreshPlan moves a still-valid plan to the new tree generation (with the domain's current nodes;
+// a spilled plan keeps its subset, less the nodes that left the domain).
 func (p *Plugin) refreshPlan(key gang.Key, old *plan, gen int64, nodes map[string]struct{}) {
 	np := *old
 	np.treeGen = gen
@@ -341,7 +342,9 @@ func (p *Plugin) refreshPlan(key gang.Key, old *plan, gen int64, nodes map[strin
 	if nodes != nil {
 		np.nodes = sets.New[string]()
 		for n := range nodes {
-			np.nodes.Insert(n)
+			if !old.spilled || old.nodes.Has(n) {
+				np.nodes.Insert(n)
+			}
 		}
 	}
 	p.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 )
@@ -88,4 +89,41 @@ func TestHighestTierNamePerTree(t *testing.T) {
 		waitPodMessage(t, ns, "g-typo", `highestTierName "nvl-rak" matches no HyperNode tierName`)
 		require.Zero(t, bound(placements(t, ns, "g-typo")))
 	})
+}
+
+// A gang that fits no single leaf is packed into the fewest leaves of its domain, best fit first:
+// with four one-node racks (8 slots each) under one spine, rack 0 half used, a gang of 12 takes one
+// free rack whole and the last 4 pods go to rack 0's 4 free slots, instead of spreading over three
+// or four racks.
+func TestOverflowPacksFewestLeaves(t *testing.T) {
+	dumpLogOnFailure(t)
+	const test = "pack"
+	ns := namespace(t, "t-pack")
+	var racks []topologyv1alpha1.MemberSpec
+	rackOf := map[string]int{}
+	for r := 0; r < 4; r++ {
+		n := fmt.Sprintf("%s-r%d-n0", test, r)
+		fakeNode(t, test, n, nil)
+		rackOf[n] = r
+		hyperNode(t, fmt.Sprintf("%s-rack-%d", test, r), 1, "rack", nodeMember(n))
+		racks = append(racks, hyperMember(fmt.Sprintf("%s-rack-%d", test, r)))
+	}
+	hyperNode(t, test+"-spine", 2, "spine", racks...)
+
+	filler := gangPod(test, ns, "", "filler")
+	filler.Labels["group"] = "filler"
+	filler.Spec.NodeName = test + "-r0-n0"
+	filler.Spec.Containers[0].Resources.Requests[gpu] = resource.MustParse("4")
+	filler.Spec.Containers[0].Resources.Limits[gpu] = resource.MustParse("4")
+	createPods(t, filler)
+
+	podGroup(t, ns, "g", 12, hardTier(2))
+	createPods(t, gangPods(test, ns, "g", 12)...)
+	got := waitBound(t, ns, "g", 12, 60*time.Second)
+	perRack := map[int]int{}
+	for _, n := range got {
+		perRack[rackOf[n]]++
+	}
+	require.Equal(t, map[int]int{0: 4, 1: 8}, perRack, "the gang must fill rack 1 and rack 0's free half")
+	waitEvent(t, ns, "g", "GangScheduled", "HyperNode "+test+"-spine (tier 2), packed into 2 leaves ("+test+"-rack-0, "+test+"-rack-1)")
 }
