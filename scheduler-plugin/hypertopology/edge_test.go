@@ -216,3 +216,20 @@ func (r *captureRecorder) reasons(reason string) []string {
 	}
 	return out
 }
+
+// Two reasons that alternate on every attempt are throttled separately: each message is sent once
+// per minute, not once per attempt.
+func TestRecorderThrottlesPerReason(t *testing.T) {
+	rec := &captureRecorder{}
+	r := newRecorder(rec)
+	spec := gang.SpecOf(pg("g", time.Now(), 2), nil)
+	for i := 0; i < 5; i++ {
+		r.gang(&spec, nil, corev1.EventTypeWarning, ReasonGangPartlyBound, "partly bound")
+		r.gang(&spec, nil, corev1.EventTypeWarning, ReasonGangWaiting, "waits")
+	}
+	assert.Len(t, rec.reasons(ReasonGangPartlyBound), 1)
+	assert.Len(t, rec.reasons(ReasonGangWaiting), 1)
+	r.forget(spec.Key)
+	r.gang(&spec, nil, corev1.EventTypeWarning, ReasonGangWaiting, "waits")
+	assert.Len(t, rec.reasons(ReasonGangWaiting), 2, "forgotten with the PodGroup")
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
@@ -28,10 +29,11 @@ const (
 // would then drop the Events that matter). Keeping the last message per reason, not per gang, lets
 // two reasons that alternate on each attempt (GangPartlyBound, GangWaiting) each stay quiet.
 type recorder struct {
-	rec  events.EventRecorder
-	mu   sync.Mutex
-	last map[recordKey]sent
-	now  func() time.Time
+	rec    events.EventRecorder
+	logger klog.Logger
+	mu     sync.Mutex
+	last   map[recordKey]sent
+	now    func() time.Time
 }
 
 type recordKey struct {
@@ -47,7 +49,7 @@ type sent struct {
 const repeatAfter = time.Minute
 
 func newRecorder(rec events.EventRecorder) *recorder {
-	return &recorder{rec: rec, last: map[recordKey]sent{}, now: time.Now}
+	return &recorder{rec: rec, logger: klog.Background().WithValues("plugin", Name), last: map[recordKey]sent{}, now: time.Now}
 }
 
 // podGroupRef builds the Event's subject from the key and UID (typed PodGroups from an informer carry
@@ -71,6 +73,10 @@ func (r *recorder) gang(spec *gang.Spec, related *corev1.Pod, eventType, reason,
 	}
 	r.last[rk] = sent{msg: msg, at: now}
 	r.mu.Unlock()
+	// Every gang decision (GangScheduled, GangPartlyBound) and wait reason (GangWaiting,
+	// GangReleased) is an Event; logging it here, behind the same throttle, gives one log line per
+	// Event at V(2) instead of one per scheduling attempt.
+	r.logger.V(2).Info("Gang "+reason, "gang", spec.Key, "type", eventType, "message", msg)
 	var rel *corev1.ObjectReference
 	if related != nil {
 		rel = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: related.Namespace, Name: related.Name, UID: related.UID}

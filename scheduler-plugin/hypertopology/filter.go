@@ -57,7 +57,11 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	pg, err := p.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGroup %s (named by the pod's %s annotation)", key, gang.GroupNameAnnotation))
+			msg := fmt.Sprintf("waiting for PodGroup %s (named by the pod's %s annotation)", key, gang.GroupNameAnnotation)
+			// No Event (no PodGroup to attach it to); once per pod attempt, and such pods are not
+			// retried until the PodGroup appears.
+			klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "pod", klog.KObj(pod), "reason", msg)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 		}
 		return nil, fwk.AsStatus(err)
 	}
@@ -152,7 +156,7 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			out.describe += fmt.Sprintf(", packed into %s", describeLeaves(choice.Spilled))
 		}
 		p.setPlan(spec.Key, out)
-		klog.FromContext(ctx).V(3).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
+		klog.FromContext(ctx).V(2).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
 	})
 	return out, status
 }
