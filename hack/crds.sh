@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Gathers the CustomResourceDefinitions of the projects hyperbatch works with from the Go module cache
 # into _output/crds/ (git-ignored) — nothing upstream is copied into the repository:
-#   volcano/   volcano.sh/volcano config/crd/volcano/bases (Jobs, PodGroups, Queues, HyperNodes, ...)
+#   volcano/   Volcano's CRDs generated with controller-gen from the Go types we compile against
+#              (volcano.sh/apis): scheduling (PodGroup, Queue), topology (HyperNode), batch (Job,
+#              CronJob), bus (Command), nodeinfo (Numatopology) and flow (JobFlow, JobTemplate, which
+#              Volcano's controller-manager watches). volcano.sh/volcano's own config/crd YAML is not
+#              used: at v1.14.0-alpha.0 it lacks HyperNode spec.tierName and PodGroup
+#              networkTopology.highestTierName and defaults highestTierAllowed to 1, so the apiserver
+#              would reject or drop fields the types (and our scheduler) have.
 #   karmada/   github.com/karmada-io/karmada charts/karmada/_crds/bases/{policy,work}
 #   jobset/    sigs.k8s.io/jobset config/components/crd/bases
 #   training/  the HyperJob CRD, which Volcano does not publish: generated with controller-gen from
@@ -12,13 +18,15 @@ cd "$(dirname "$0")/.."
 OUT=${CRDS_DIR:-_output/crds}
 BIN=${HYPERBATCH_BIN:-$PWD/bin}
 
-VOLCANO=volcano.sh/volcano@v1.14.0-alpha.0
+die() { echo "hack/crds.sh: $*" >&2; exit 1; }
+
 VOLCANO_APIS=volcano.sh/apis@v1.14.0
 KARMADA=github.com/karmada-io/karmada@v1.16.0
 JOBSET=sigs.k8s.io/jobset@v0.10.1
-stamp="$VOLCANO $VOLCANO_APIS $KARMADA $JOBSET $(sha256sum hack/crds.sh | cut -c1-16)"
-
-die() { echo "hack/crds.sh: $*" >&2; exit 1; }
+# The version of volcano.sh/apis the product's go.mod pins must be the one the CRDs are generated from.
+gomod_apis="volcano.sh/apis@$(awk '$1=="volcano.sh/apis"{print $2; exit}' go.mod)"
+[ "$gomod_apis" = "$VOLCANO_APIS" ] || die "go.mod pins $gomod_apis but hack/crds.sh generates from $VOLCANO_APIS; update VOLCANO_APIS."
+stamp="$VOLCANO_APIS $KARMADA $JOBSET $(sha256sum hack/crds.sh | cut -c1-16)"
 
 if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
   echo "upstream CRDs up to date in $OUT"
@@ -47,14 +55,34 @@ copy_yaml() { # src-dir dst-dir
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
-v=$(moddir $VOLCANO); k=$(moddir $KARMADA); j=$(moddir $JOBSET); moddir $VOLCANO_APIS >/dev/null
+k=$(moddir $KARMADA); j=$(moddir $JOBSET); moddir $VOLCANO_APIS >/dev/null
 
-copy_yaml "$v/config/crd/volcano/bases" "$OUT/volcano"
 copy_yaml "$k/charts/karmada/_crds/bases/policy" "$OUT/karmada"
 copy_yaml "$k/charts/karmada/_crds/bases/work" "$OUT/karmada"
 copy_yaml "$j/config/components/crd/bases" "$OUT/jobset"
 
 [ -x "$BIN/controller-gen" ] || hack/tools.sh controller-gen
+
+gen() { # dir options package... : controller-gen's CRDs for the packages into $OUT/dir
+  local dir=$1 opts=$2 paths="" pkg
+  shift 2
+  for pkg in "$@"; do paths="$paths${paths:+;}volcano.sh/apis/pkg/apis/$pkg"; done
+  mkdir -p "$OUT/$dir"
+  "$BIN/controller-gen" "$opts" paths="$paths" output:crd:dir="$OUT/$dir" \
+    || die "controller-gen could not generate CRDs for $* from $VOLCANO_APIS (output above)."
+}
+# Volcano's own options (its Makefile): crdVersions=v1 and generateEmbeddedObjectMeta, so embedded pod
+# templates keep their labels/annotations. maxDescLen=0 for the kinds that embed pod templates (Job,
+# CronJob, JobTemplate, JobFlow): with descriptions those CRDs exceed what the apiserver (and
+# kubectl apply's last-applied annotation) accepts, as upstream also strips them.
+gen volcano crd:crdVersions=v1,generateEmbeddedObjectMeta=true scheduling/v1beta1 topology/v1alpha1 bus/v1alpha1 nodeinfo/v1alpha1
+gen volcano crd:crdVersions=v1,generateEmbeddedObjectMeta=true,maxDescLen=0 batch/v1alpha1 flow/v1alpha1
+for want in scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues topology.volcano.sh_hypernodes \
+  batch.volcano.sh_jobs batch.volcano.sh_cronjobs bus.volcano.sh_commands nodeinfo.volcano.sh_numatopologies \
+  flow.volcano.sh_jobflows flow.volcano.sh_jobtemplates; do
+  [ -f "$OUT/volcano/$want.yaml" ] || die "controller-gen wrote no $want.yaml into $OUT/volcano; did $VOLCANO_APIS rename a kind?"
+done
+
 mkdir -p "$OUT/training"
 # maxDescLen=0: the HyperJob embeds whole Volcano Job specs (pod templates); descriptions would make the
 # CRD larger than the apiserver accepts for one object.

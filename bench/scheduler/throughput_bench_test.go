@@ -61,7 +61,7 @@ const (
 )
 
 var (
-	tpNodeCounts = []int{1000, 5000}
+	tpNodeCounts = nodeCounts() // HB_BENCH_NODES=1000 runs the small size only
 	tpGangSizes  = []int{8, 32, 128}
 	// Index 0 is the baseline of the ratio.
 	tpProfiles = []struct{ name, scheduler string }{
@@ -69,6 +69,22 @@ var (
 		{"hyperbatch", hbName},
 	}
 )
+
+// nodeCounts is tpNodeCounts: 1,000 and 5,000, or the comma-separated HB_BENCH_NODES.
+func nodeCounts() []int {
+	v := os.Getenv("HB_BENCH_NODES")
+	if v == "" {
+		return []int{1000, 5000}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimSpace(f), "%d", &n); err == nil && n >= tpRack*tpSpine {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // BenchmarkSchedulingThroughput measures, on 1,000 and 5,000 fake nodes against a real
 // kube-apiserver, the end-to-end rate (pods created → all bound) of the stock profile and of the
@@ -85,7 +101,9 @@ var (
 //   - hyperbatch/default: the ratio of the two, from the same run;
 //   - <profile>-lowest-tier-%: gangs whose pods all landed in one HyperNode of the lowest tier that
 //     could have held the whole gang given the capacity at the start of the workload. For the default
-//     profile, which ignores PodGroups, a gang is the same set of pods.
+//     profile, which ignores PodGroups, a gang is the same set of pods;
+//   - <profile>-leaves/gang-<size>: racks (leaf HyperNodes) a gang of that size uses, on average
+//     (the fewest possible is ceil(size / 80) when racks are empty: 1 for 8 and 32, 2 for 128).
 //
 // It needs the control-plane binaries (KUBEBUILDER_ASSETS or bin/) and is skipped without them.
 // Use -benchtime=1x. A dated summary is appended to bench/results/scheduler.txt unless
@@ -118,6 +136,9 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 				out[k] = tpRow{nodes: nodes, profile: p.name, res: sums[k]}
 				b.ReportMetric(sums[k].podsPerSec(), p.name+"-pods/s")
 				b.ReportMetric(100*sums[k].share(), p.name+"-lowest-tier-%")
+				for _, size := range tpGangSizes {
+					b.ReportMetric(sums[k].leavesPerGang(size), fmt.Sprintf("%s-leaves/gang-%d", p.name, size))
+				}
 			}
 			out[1].ratio = sums[1].podsPerSec() / sums[0].podsPerSec()
 			b.ReportMetric(out[1].ratio, "hyperbatch/default")
@@ -289,6 +310,7 @@ type tpResult struct {
 	aboveLimit int            // gangs spanning a HyperNode above tpHardTier
 	bySize     map[int][2]int // size → {lowest, gangs}
 	byTier     map[int]int    // tier of the lowest HyperNode holding the gang → gangs
+	leaves     map[int][2]int // size → {racks used, summed over gangs; gangs}
 	runs       []float64      // pods/s of each workload
 }
 
@@ -300,7 +322,11 @@ func (r *tpResult) add(o tpResult) {
 	r.aboveLimit += o.aboveLimit
 	r.runs = append(r.runs, o.runs...)
 	if r.bySize == nil {
-		r.bySize, r.byTier = map[int][2]int{}, map[int]int{}
+		r.bySize, r.byTier, r.leaves = map[int][2]int{}, map[int]int{}, map[int][2]int{}
+	}
+	for s, v := range o.leaves {
+		w := r.leaves[s]
+		r.leaves[s] = [2]int{w[0] + v[0], w[1] + v[1]}
 	}
 	for s, v := range o.bySize {
 		w := r.bySize[s]
@@ -309,6 +335,15 @@ func (r *tpResult) add(o tpResult) {
 	for t, n := range o.byTier {
 		r.byTier[t] += n
 	}
+}
+
+// leavesPerGang is the mean number of racks a gang of the size spans.
+func (r tpResult) leavesPerGang(size int) float64 {
+	v := r.leaves[size]
+	if v[1] == 0 {
+		return 0
+	}
+	return float64(v[0]) / float64(v[1])
 }
 
 func (r tpResult) podsPerSec() float64 { return float64(r.pods) / r.elapsed.Seconds() }
@@ -349,9 +384,13 @@ func (r tpRow) describe() string {
 	if r.ratio > 0 {
 		ratio = fmt.Sprintf("%.2fx", r.ratio)
 	}
-	return fmt.Sprintf("nodes=%-5d %-10s %5d pods %6.1fs %6.1f pods/s (runs %s) %-5s  lowest feasible tier %3d/%d gangs = %5.1f%% (by size %s; gangs by tier %s)",
+	var leaves []string
+	for _, s := range tpGangSizes {
+		leaves = append(leaves, fmt.Sprintf("%d:%.2f", s, r.res.leavesPerGang(s)))
+	}
+	return fmt.Sprintf("nodes=%-5d %-10s %5d pods %6.1fs %6.1f pods/s (runs %s) %-5s  lowest feasible tier %3d/%d gangs = %5.1f%% (by size %s; gangs by tier %s; racks per gang by size %s)",
 		r.nodes, r.profile, r.res.pods, r.res.elapsed.Seconds(), r.res.podsPerSec(), strings.Join(runs, ", "), ratio, r.res.lowest, r.res.gangs,
-		100*r.res.share(), strings.Join(sizes, " "), strings.Join(tiers, " "))
+		100*r.res.share(), strings.Join(sizes, " "), strings.Join(tiers, " "), strings.Join(leaves, " "))
 }
 
 func appendResults(rows []tpRow, setups []string, load0, load1 string) error {
@@ -549,11 +588,21 @@ func placement(b *testing.B, cs kubernetes.Interface, ns string, t tpTree, gangs
 		g := p.Annotations[gang.GroupNameAnnotation]
 		nodesOf[g] = append(nodesOf[g], t.index(p.Spec.NodeName))
 	}
-	res := tpResult{bySize: map[int][2]int{}, byTier: map[int]int{}}
+	res := tpResult{bySize: map[int][2]int{}, byTier: map[int]int{}, leaves: map[int][2]int{}}
 	for _, g := range gangs {
 		if len(nodesOf[g.name]) != g.size {
 			b.Fatalf("gang %s/%s has %d bound pods, want %d", ns, g.name, len(nodesOf[g.name]), g.size)
 		}
+		racks := map[int]bool{}
+		for _, n := range nodesOf[g.name] {
+			if n < 0 {
+				racks[-1] = true // a node in no rack counts as one more
+			} else {
+				racks[n/tpRack] = true
+			}
+		}
+		lv := res.leaves[g.size]
+		res.leaves[g.size] = [2]int{lv[0] + len(racks), lv[1] + 1}
 		got, want := t.lowestTier(nodesOf[g.name]), startCap.feasibleTier(g.size)
 		res.gangs++
 		res.byTier[got]++

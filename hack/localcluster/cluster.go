@@ -372,9 +372,8 @@ func (l layout) installCRDs(ctx context.Context) error {
 	if err := l.runLogged(ctx, logPath, kubectl, args...); err != nil {
 		return fmt.Errorf("applying CRDs failed (%w).\n%s", err, logTail(logPath))
 	}
-	if err := l.runLogged(ctx, logPath, kubectl, "--kubeconfig="+l.kubeconfig(), "wait",
-		"--for=condition=Established", "--timeout=90s", "crd", "--all"); err != nil {
-		return fmt.Errorf("CRDs did not become Established (%w).\n%s", err, logTail(logPath))
+	if err := l.waitCRDsEstablished(ctx, files, 90*time.Second); err != nil {
+		return fmt.Errorf("CRDs did not become Established: %w", err)
 	}
 	step("%d CRD manifests applied and Established (%s)", len(files), since(t))
 	return nil

@@ -186,6 +186,7 @@ func (l layout) components(p pki) (componentSet, error) {
 			Name: "scheduler", Binary: bin("scheduler"), StartTimeout: 90 * time.Second,
 			Args: append(append([]string{
 				"--config=" + l.schedulerConfig(),
+				"--v=2", // each gang's decision and wait reason (docs/scheduler.md)
 				"--bind-address=127.0.0.1",
 				"--secure-port=" + strconv.Itoa(pt.Scheduler),
 			}, serving...), delegated...),

@@ -61,7 +61,7 @@ func (k *kube) createTopology(ctx context.Context, t topology) error {
 	}
 	if err := k.c.List(ctx, &topologyv1alpha1.HyperNodeList{}, client.Limit(1)); err != nil {
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return errors.New("the HyperNode CRD (hypernodes.topology.volcano.sh) is not installed: hack/crds.sh should write it to _output/crds/ (from volcano.sh/volcano config/crd in the module cache); run hack/crds.sh and retry")
+			return errors.New("the HyperNode CRD (hypernodes.topology.volcano.sh) is not installed: hack/crds.sh should generate it into _output/crds/ (controller-gen, from volcano.sh/apis in the module cache); run hack/crds.sh and retry")
 		}
 		return fmt.Errorf("listing HyperNodes: %w", err)
 	}

@@ -65,9 +65,12 @@ type Request struct {
 type Choice struct {
 	HyperNode string
 	Tier      int
-	// Root is true when the domain is the whole cluster; Nodes is then nil.
+	// Root is true when the domain is the whole cluster; Nodes is then nil unless the gang spills.
 	Root  bool
 	Nodes sets.Set[string]
+	// Spilled names the leaf HyperNodes a gang that fits no single child of the domain is packed
+	// into (the fewest, best fit first); Nodes is then only their nodes. Empty otherwise.
+	Spilled []string
 	// Need is the number of pods placed in the domain; Room how many of them it holds.
 	Need, Room int
 	// Rooms[h.Index] is how many pods of the gang's shape HyperNode h holds (for scoring), for the
@@ -232,7 +235,10 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	if p.total != nil {
 		aggFree = make([]int64, (nh+1)*k)
 	}
-	keep := !p.homog
+	// Free vectors per node are kept when a detailed check may need them: packing heterogeneous pods,
+	// or checking an aggregate floor on a spilled subset of a domain.
+	keep := !p.homog || p.total != nil
+	nodeSlots := map[string]int64{}
 	var freeAll []int64
 	var podsFree []int64
 	var nodeIdx map[string]int
@@ -271,6 +277,9 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			nodeIdx[node.Name] = i
 		}
 		s := p.slots(free, pods)
+		if s > 0 {
+			nodeSlots[node.Name] = s
+		}
 		if s == 0 && aggFree == nil {
 			continue
 		}
@@ -317,11 +326,43 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 		}
 		return pack(p, members, freeAll, podsFree, podOK)
 	}
+	// subsetFits checks a spilled subset of a domain like fits checks a domain.
+	subsetFits := func(nodes sets.Set[string]) bool {
+		if !keep {
+			return true
+		}
+		members := make([]int, 0, nodes.Len())
+		for n := range nodes {
+			if i, ok := nodeIdx[n]; ok {
+				members = append(members, i)
+			}
+		}
+		if p.total != nil {
+			sum := make(vector, k)
+			for _, i := range members {
+				addPos(sum, freeAll[i*k:(i+1)*k])
+			}
+			for r, v := range p.total {
+				if sum[r] < v {
+					return false
+				}
+			}
+		}
+		return p.homog || pack(p, members, freeAll, podsFree, podOK)
+	}
 	choose := func(h *topology.HyperNode) *Choice {
 		c := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(need), Room: int(rooms[h.Index]), Evaluated: evaluated}
 		if !c.Root {
 			c.Nodes = sets.New[string]()
 			h.EachNode(func(n string) { c.Nodes.Insert(n) })
+		}
+		if req.Topology && (h.IsRoot() || len(h.Children) > 0) {
+			sp := newSpill(t, rooms, nodeSlots, req.Placed)
+			if sp.plan(h, need) && subsetFits(sp.nodes) {
+				c.Nodes = sp.nodes
+				c.Spilled = sp.leaves
+				sort.Strings(c.Spilled)
+			}
 		}
 		c.Rooms = make([]int32, len(rooms))
 		for i, r := range rooms {
@@ -341,14 +382,18 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	var anchor *topology.HyperNode
 	if len(req.Placed) > 0 {
 		anchor = t.LCA(req.Placed)
-		if req.Limit.Hard && anchor.Tier > req.Limit.Tier {
-			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), above %s", display(anchor), anchor.Tier, req.Limit.Describe)}
+		if !Allows(req.Limit, anchor) {
+			rel := "outside"
+			if numericLimit(req.Limit) {
+				rel = "above"
+			}
+			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), %s %s", display(anchor), anchor.Tier, rel, req.Limit.Describe)}
 		}
 	}
 
 	var notes []string
 	for _, tier := range t.Tiers() {
-		if req.Limit.Hard && tier > req.Limit.Tier {
+		if numericLimit(req.Limit) && tier > req.Limit.Tier {
 			notes = append(notes, fmt.Sprintf("tier %d and above not allowed (%s)", tier, req.Limit.Describe))
 			break
 		}
@@ -359,6 +404,9 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			}
 		} else {
 			cands = t.AtTier(tier)
+		}
+		if req.Limit.TierName != "" && req.Limit.Hard {
+			cands = allowedOnly(req.Limit, cands)
 		}
 		if len(cands) == 0 {
 			continue
@@ -399,15 +447,55 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, rooms[best.Index]))
 		}
 	}
-	if !req.Limit.Hard || root.Tier <= req.Limit.Tier {
+	if Allows(req.Limit, root) {
 		if rooms[nh] >= need && minOK(nh) && fits(root) {
 			return choose(root), nil
 		}
 		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", rooms[nh]))
+	} else if req.Limit.TierName != "" {
+		notes = append(notes, fmt.Sprintf("only HyperNodes named %q and those below one are allowed (%s); trees without that name are never used", req.Limit.TierName, req.Limit.Describe))
+	} else if req.Limit.AnyHyperNode {
+		notes = append(notes, "the cluster root is not allowed (mode hard without a tier bound: one HyperNode of any tier)")
 	} else if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed") {
 		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, req.Limit.Describe))
 	}
 	return nil, &Unsatisfiable{Msg: p.describe(need) + ": " + strings.Join(notes, "; ")}
+}
+
+// Allows reports whether a hard limit lets the gang use HyperNode h (the root included); soft
+// limits allow everything.
+//   - highestTierAllowed: h's tier is at most the limit (the root too, when its tier is).
+//   - highestTierName X, per tree: h's tierName is X, or one of h's ancestors' is. The root never is.
+//   - hard without a bound: any real HyperNode, never the root.
+func Allows(l gang.Limit, h *topology.HyperNode) bool {
+	switch {
+	case !l.Hard:
+		return true
+	case l.TierName != "":
+		for a := h; a != nil && !a.IsRoot(); a = a.Parent {
+			if a.TierName == l.TierName {
+				return true
+			}
+		}
+		return false
+	case l.AnyHyperNode:
+		return !h.IsRoot()
+	default:
+		return h.Tier <= l.Tier
+	}
+}
+
+// numericLimit is a hard highestTierAllowed limit (tiers above it are skipped outright).
+func numericLimit(l gang.Limit) bool { return l.Hard && l.TierName == "" && !l.AnyHyperNode }
+
+func allowedOnly(l gang.Limit, hs []*topology.HyperNode) []*topology.HyperNode {
+	out := make([]*topology.HyperNode, 0, len(hs))
+	for _, h := range hs {
+		if Allows(l, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // describe renders the demand, e.g. "8 more pods needing 64 cpu, 64 nvidia.com/gpu".

@@ -200,7 +200,7 @@ func TestChoose(t *testing.T) {
 			if got.HyperNode != tc.want {
 				t.Fatalf("chose %s (tier %d), want %s", got.HyperNode, got.Tier, tc.want)
 			}
-			if got.Root != (tc.want == topology.RootName) || (got.Root && got.Nodes != nil) || (!got.Root && got.Nodes.Len() == 0) {
+			if got.Root != (tc.want == topology.RootName) || (got.Nodes != nil && got.Nodes.Len() == 0) || (!got.Root && got.Nodes == nil) {
 				t.Fatalf("bad node set: root=%v nodes=%v", got.Root, got.Nodes)
 			}
 			if got.Room < got.Need {

@@ -102,18 +102,29 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 
 // Limit is a resolved topology constraint.
 type Limit struct {
-	// Hard: the gang must stay inside one HyperNode of tier <= Tier. Otherwise it prefers the
-	// lowest tier that fits and may fall back up to the cluster root.
+	// Hard: the gang must stay inside one HyperNode allowed by the limit (see below). Otherwise it
+	// prefers the lowest tier that fits and may fall back up to the cluster root.
 	Hard bool
+	// Tier is highestTierAllowed: HyperNodes of tier <= Tier (the cluster root too, when its tier is).
+	// Used when TierName is "" and AnyHyperNode is false.
 	Tier int
+	// TierName is highestTierName, resolved per tree: a HyperNode whose tierName is TierName, or one
+	// below such a HyperNode. A tree (or a branch) without that name is never used, and the cluster
+	// root never is.
+	TierName string
+	// AnyHyperNode is `mode: hard` without a tier bound: any single real HyperNode, never the cluster
+	// root (nodes in no HyperNode, or several trees, are not one network domain).
+	AnyHyperNode bool
 	// Describe explains the limit in messages, e.g. "highestTierAllowed=1".
 	Describe string
 }
 
-// Resolve turns the constraint into a tier limit. tierOfName resolves highestTierName. Following
-// Volcano, a hard constraint without any tier bound behaves like soft; an unknown highestTierName
-// on a hard constraint is an error (the gang waits) rather than a silent relaxation.
-func (t *Topology) Resolve(tierOfName func(string) (int, bool)) (Limit, error) {
+// Resolve turns the constraint into a limit. hasTierName reports whether some HyperNode declares a
+// tierName; an unknown highestTierName on a hard constraint is an error (the gang waits) rather than
+// a silent relaxation: a typo must not spread a gang over the cluster. A hard constraint without any
+// tier bound keeps the gang inside one HyperNode (any tier) instead of Volcano's "no constraint": the
+// user asked for hard, and no CRD default gives it a tier any more.
+func (t *Topology) Resolve(hasTierName func(string) bool) (Limit, error) {
 	switch t.Mode {
 	case Hard, Soft:
 	default:
@@ -126,11 +137,10 @@ func (t *Topology) Resolve(tierOfName func(string) (int, bool)) (Limit, error) {
 		return Limit{Hard: true, Tier: *t.HighestTier, Describe: fmt.Sprintf("highestTierAllowed=%d", *t.HighestTier)}, nil
 	}
 	if t.HighestTierName != "" {
-		tier, ok := tierOfName(t.HighestTierName)
-		if !ok {
-			return Limit{}, fmt.Errorf("highestTierName %q matches no HyperNode tierName", t.HighestTierName)
+		if !hasTierName(t.HighestTierName) {
+			return Limit{}, fmt.Errorf("highestTierName %q matches no HyperNode tierName (a typo? set spec.networkTopology.highestTierName to the tierName of an existing HyperNode)", t.HighestTierName)
 		}
-		return Limit{Hard: true, Tier: tier, Describe: fmt.Sprintf("highestTierName=%s (tier %d)", t.HighestTierName, tier)}, nil
+		return Limit{Hard: true, TierName: t.HighestTierName, Describe: fmt.Sprintf("highestTierName=%s", t.HighestTierName)}, nil
 	}
-	return Limit{Describe: "hard without a tier bound (behaves as soft)"}, nil
+	return Limit{Hard: true, AnyHyperNode: true, Describe: "hard without a tier bound: one HyperNode of any tier"}, nil
 }

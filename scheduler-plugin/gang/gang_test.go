@@ -23,10 +23,7 @@ func TestKeyOf(t *testing.T) {
 }
 
 func TestSpecOfAndResolve(t *testing.T) {
-	tierOf := func(n string) (int, bool) {
-		t, ok := map[string]int{"rack": 1, "spine": 2}[n]
-		return t, ok
-	}
+	hasName := func(n string) bool { return n == "rack" || n == "spine" }
 	pg := func(nt *schedulingv1beta1.NetworkTopologySpec) *schedulingv1beta1.PodGroup {
 		return &schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg", UID: "u1", Generation: 3},
@@ -51,9 +48,9 @@ func TestSpecOfAndResolve(t *testing.T) {
 		{name: "no topology", pg: pg(nil), pod: pod()},
 		{name: "hard tier", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(1)}), want: &Limit{Hard: true, Tier: 1}},
 		{name: "mode defaults to hard", pg: pg(&schedulingv1beta1.NetworkTopologySpec{HighestTierAllowed: ptr.To(2)}), want: &Limit{Hard: true, Tier: 2}},
-		{name: "hard tier name", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: "spine"}), want: &Limit{Hard: true, Tier: 2}},
+		{name: "hard tier name", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: "spine"}), want: &Limit{Hard: true, TierName: "spine"}},
 		{name: "unknown tier name waits", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: "pod"}), wantErr: `highestTierName "pod" matches no`},
-		{name: "hard without bound behaves as soft", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard"}), want: &Limit{}},
+		{name: "hard without bound: any one HyperNode", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "hard"}), want: &Limit{Hard: true, AnyHyperNode: true}},
 		{name: "soft ignores the tier", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "soft", HighestTierAllowed: ptr.To(1)}), want: &Limit{}},
 		{name: "bad mode", pg: pg(&schedulingv1beta1.NetworkTopologySpec{Mode: "firm"}), wantErr: "unknown network topology mode"},
 		{name: "pod annotations when the PodGroup has none", pg: pg(nil),
@@ -75,14 +72,14 @@ func TestSpecOfAndResolve(t *testing.T) {
 				}
 				return
 			}
-			l, err := s.Topology.Resolve(tierOf)
+			l, err := s.Topology.Resolve(hasName)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
 				}
 				return
 			}
-			if err != nil || l.Hard != tc.want.Hard || l.Tier != tc.want.Tier || l.Describe == "" {
+			if err != nil || l.Hard != tc.want.Hard || l.Tier != tc.want.Tier || l.TierName != tc.want.TierName || l.AnyHyperNode != tc.want.AnyHyperNode || l.Describe == "" {
 				t.Fatalf("Resolve = %+v, %v; want %+v", l, err, *tc.want)
 			}
 		})

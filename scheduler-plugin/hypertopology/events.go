@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
@@ -18,15 +19,26 @@ const (
 	ReasonGangScheduled = "GangScheduled"
 	// ReasonGangReleased: the gang's reservations were given up (timeout, failure, older gang, tree change).
 	ReasonGangReleased = "GangReleased"
+	// ReasonGangPartlyBound: fewer than minMember pods are bound and none is in flight (a bind failed
+	// after Permit, or the scheduler restarted mid-gang); the scheduler completes the gang.
+	ReasonGangPartlyBound = "GangPartlyBound"
 )
 
-// recorder emits Events on PodGroups, at most one per gang per message per minute: a waiting gang is
-// retried often and would otherwise flood the API server.
+// recorder emits Events on PodGroups, at most one per gang and reason per message per minute: a
+// waiting gang is retried often and would otherwise flood the API server (and client-go's spam filter
+// would then drop the Events that matter). Keeping the last message per reason, not per gang, lets
+// two reasons that alternate on each attempt (GangPartlyBound, GangWaiting) each stay quiet.
 type recorder struct {
-	rec  events.EventRecorder
-	mu   sync.Mutex
-	last map[gang.Key]sent
-	now  func() time.Time
+	rec    events.EventRecorder
+	logger klog.Logger
+	mu     sync.Mutex
+	last   map[recordKey]sent
+	now    func() time.Time
+}
+
+type recordKey struct {
+	gang   gang.Key
+	reason string
 }
 
 type sent struct {
@@ -37,7 +49,7 @@ type sent struct {
 const repeatAfter = time.Minute
 
 func newRecorder(rec events.EventRecorder) *recorder {
-	return &recorder{rec: rec, last: map[gang.Key]sent{}, now: time.Now}
+	return &recorder{rec: rec, logger: klog.Background().WithValues("plugin", Name), last: map[recordKey]sent{}, now: time.Now}
 }
 
 // podGroupRef builds the Event's subject from the key and UID (typed PodGroups from an informer carry
@@ -54,12 +66,17 @@ func (r *recorder) gang(spec *gang.Spec, related *corev1.Pod, eventType, reason,
 	}
 	r.mu.Lock()
 	now := r.now()
-	if l, ok := r.last[spec.Key]; ok && l.msg == reason+msg && now.Sub(l.at) < repeatAfter {
+	rk := recordKey{spec.Key, reason}
+	if l, ok := r.last[rk]; ok && l.msg == msg && now.Sub(l.at) < repeatAfter {
 		r.mu.Unlock()
 		return
 	}
-	r.last[spec.Key] = sent{msg: reason + msg, at: now}
+	r.last[rk] = sent{msg: msg, at: now}
 	r.mu.Unlock()
+	// Every gang decision (GangScheduled, GangPartlyBound) and wait reason (GangWaiting,
+	// GangReleased) is an Event; logging it here, behind the same throttle, gives one log line per
+	// Event at V(2) instead of one per scheduling attempt.
+	r.logger.V(2).Info("Gang "+reason, "gang", spec.Key, "type", eventType, "message", msg)
 	var rel *corev1.ObjectReference
 	if related != nil {
 		rel = &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: related.Namespace, Name: related.Name, UID: related.UID}
@@ -77,5 +94,9 @@ func (r *recorder) forget(key gang.Key) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.last, key)
+	for k := range r.last {
+		if k.gang == key {
+			delete(r.last, k)
+		}
+	}
 }

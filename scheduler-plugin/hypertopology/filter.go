@@ -57,7 +57,11 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	pg, err := p.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("waiting for PodGroup %s (named by the pod's %s annotation)", key, gang.GroupNameAnnotation))
+			msg := fmt.Sprintf("waiting for PodGroup %s (named by the pod's %s annotation)", key, gang.GroupNameAnnotation)
+			// No Event (no PodGroup to attach it to); once per pod attempt, and such pods are not
+			// retried until the PodGroup appears.
+			klog.FromContext(ctx).V(2).Info("Gang waits", "gang", key, "pod", klog.KObj(pod), "reason", msg)
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 		}
 		return nil, fwk.AsStatus(err)
 	}
@@ -71,6 +75,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s has %d of its minMember %d pods; waiting for the rest", key, n, spec.MinMember))
 	}
 	st.capacity = true
+	p.notePartlyBound(ctx, &spec, pod, members)
 	if spec.Topology == nil {
 		return nil, nil
 	}
@@ -82,10 +87,34 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, status
 	}
 	st.plan = pl
-	if pl.root {
+	if pl.nodes == nil { // the whole cluster
 		return nil, nil
 	}
 	return &framework.PreFilterResult{NodeNames: pl.nodes}, nil
+}
+
+// notePartlyBound reports a gang with some but fewer than minMember pods bound and nothing in
+// flight (no reservation waiting at Permit or binding): a binding failed after Permit allowed the
+// gang, or the scheduler restarted between binding the first and the last member. The gang is
+// completed, not rolled back: the bound pods may already run (and the workload's own controller,
+// not the scheduler, owns their lifecycle), and the remaining pods are placed next to them, inside
+// the lowest HyperNode holding the bound ones and within the hard limit (see planFor). Completion
+// cannot always succeed (the bound pods may already exceed the limit, or the domain is full); the
+// pods' condition then says why, and the Event stays as the pointer to the partly bound state.
+func (p *Plugin) notePartlyBound(ctx context.Context, spec *gang.Spec, pod *corev1.Pod, members []*corev1.Pod) {
+	bound := 0
+	for _, m := range members {
+		if m.Spec.NodeName != "" {
+			bound++
+		}
+	}
+	if bound == 0 || int32(bound) >= spec.MinMember || len(p.tracker.Assumed(spec.Key)) > 0 {
+		return
+	}
+	msg := fmt.Sprintf("gang %s has %d of its minMember %d pods bound and none reserved (a binding failed or the scheduler restarted); completing it: the other %d pod(s) are placed next to the bound ones",
+		spec.Key, bound, spec.MinMember, int(spec.MinMember)-bound)
+	klog.FromContext(ctx).V(2).Info("Completing a partly bound gang", "gang", spec.Key, "bound", bound, "minMember", spec.MinMember, "pod", klog.KObj(pod))
+	p.events.gang(spec, pod, corev1.EventTypeWarning, ReasonGangPartlyBound, msg)
 }
 
 // PreFilterExtensions implements framework.PreFilterPlugin.
@@ -117,16 +146,27 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			return
 		}
 		out = &plan{pgUID: spec.UID, pgGen: spec.Generation, treeGen: t.Generation(), hyper: choice.HyperNode, tier: choice.Tier,
-			root: choice.Root, nodes: choice.Nodes, rooms: choice.Rooms, need: choice.Need}
+			root: choice.Root, nodes: choice.Nodes, rooms: choice.Rooms, need: choice.Need, spilled: len(choice.Spilled) > 0}
 		if choice.Root {
 			out.describe = "the whole cluster"
 		} else {
 			out.describe = fmt.Sprintf("HyperNode %s (tier %d)", choice.HyperNode, choice.Tier)
 		}
+		if len(choice.Spilled) > 0 {
+			out.describe += fmt.Sprintf(", packed into %s", describeLeaves(choice.Spilled))
+		}
 		p.setPlan(spec.Key, out)
-		klog.FromContext(ctx).V(3).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
+		klog.FromContext(ctx).V(2).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
 	})
 	return out, status
+}
+
+// describeLeaves names the leaves a spilled gang is packed into (at most 4 by name).
+func describeLeaves(leaves []string) string {
+	if len(leaves) <= 4 {
+		return fmt.Sprintf("%d leaves (%s)", len(leaves), strings.Join(leaves, ", "))
+	}
+	return fmt.Sprintf("%d leaves (%s, ...)", len(leaves), strings.Join(leaves[:4], ", "))
 }
 
 // choose runs the domain choice for the gang's remaining pods. freed is capacity other gangs'
@@ -139,7 +179,7 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 	var limit gang.Limit
 	if spec.Topology != nil {
 		var err error
-		limit, err = spec.Topology.Resolve(t.TierOfName)
+		limit, err = spec.Topology.Resolve(t.HasTierName)
 		if err != nil {
 			return nil, gang.Limit{Describe: string(spec.Topology.Mode)}, err
 		}
@@ -276,7 +316,7 @@ func eligibleFor(pod *corev1.Pod) func(*corev1.Node) bool {
 // the nominated-node and preemption paths only run filters).
 func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, ni fwk.NodeInfo) *fwk.Status {
 	st := readState(cs)
-	if st == nil || st.plan == nil || st.plan.root {
+	if st == nil || st.plan == nil || st.plan.nodes == nil {
 		return nil
 	}
 	if node := ni.Node(); node != nil && !st.plan.nodes.Has(node.Name) {
@@ -351,8 +391,8 @@ func (p *Plugin) releaseYounger(ctx context.Context, pod *corev1.Pod, spec *gang
 		assumed := p.tracker.Assumed(k)
 		for _, wp := range wps {
 			a, ok := assumed[wp.GetPod().UID]
-			if !ok {
-				continue
+			if !ok || a.Allowed {
+				continue // allowed pods are binding: their capacity is not coming back
 			}
 			f := freed[a.Node]
 			if f.Resources == nil {
@@ -401,18 +441,17 @@ func (p *Plugin) releaseYounger(ctx context.Context, pod *corev1.Pod, spec *gang
 		if !inside {
 			continue
 		}
-		victims = append(victims, k.String())
 		msg := fmt.Sprintf("gang %s released its reservations for older gang %s, which needs %s", k, spec.Key, domainName(choice))
-		// Under the victim's gang lock, like every rejection (see Permit); only the pods seen
-		// waiting above are rejected, and their reservations are forgotten
-		// before unlocking.
+		// Under the victim's gang lock, like every rejection (see Permit). The waiting list is read
+		// again under the lock: the one above was taken without it, and Permit may have allowed
+		// some of those pods since; allowed pods are never released (rejectWaitingLocked skips them).
 		unlock := p.lockGang(k)
-		for _, wp := range wps {
-			wp.Reject(Name, msg)
-			p.tracker.Forget(k, wp.GetPod().UID)
-			p.noteReleased(wp.GetPod().UID)
-		}
+		n := p.rejectWaitingLocked(k, "", msg)
 		unlock()
+		if n == 0 {
+			continue // the gang completed (or left) in the meantime
+		}
+		victims = append(victims, k.String())
 		if pg, err := p.pgLister.PodGroups(k.Namespace).Get(k.Name); err == nil {
 			vs := gang.SpecOf(pg, nil)
 			p.events.gang(&vs, nil, corev1.EventTypeWarning, ReasonGangReleased, msg)

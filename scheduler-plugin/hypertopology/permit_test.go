@@ -21,8 +21,9 @@ import (
 // fakeHandle serves the framework's waiting-pod list; every other Handle method panics (nil embed).
 type fakeHandle struct {
 	framework.Handle
-	mu      sync.Mutex
-	waiting map[types.UID]*fakeWaiting
+	mu        sync.Mutex
+	waiting   map[types.UID]*fakeWaiting
+	activated map[string]bool // namespace/name
 }
 
 type fakeWaiting struct {
@@ -40,6 +41,18 @@ func (h *fakeHandle) add(p *corev1.Pod) *fakeWaiting {
 	w := &fakeWaiting{pod: p}
 	h.waiting[p.UID] = w
 	return w
+}
+
+// Activate records the pods moved back to the active queue.
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.activated == nil {
+		h.activated = map[string]bool{}
+	}
+	for k := range pods {
+		h.activated[k] = true
+	}
 }
 
 func (h *fakeHandle) IterateOverWaitingPods(fn func(framework.WaitingPod)) {

@@ -101,7 +101,8 @@ type plan struct {
 	hyper    string
 	tier     int
 	root     bool
-	nodes    sets.Set[string] // nil when root
+	nodes    sets.Set[string] // nil for the whole cluster (root, not spilled)
+	spilled  bool             // nodes are the leaves the gang was packed into, a subset of hyper's
 	rooms    []int32          // per HyperNode index, for treeGen
 	need     int
 	describe string
@@ -265,8 +266,22 @@ func (p *Plugin) onPodDelete(obj interface{}) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		if key, ok := gang.KeyOf(pod); ok {
 			p.tracker.Forget(key, pod.UID)
+			p.forgetQueueTimeIfEmpty(key)
 		}
 	}
+}
+
+// forgetQueueTimeIfEmpty drops the gang's QueueSort time once no pod of the gang exists, so gangs
+// whose PodGroup never appears do not keep an entry forever. No pod of the gang is in the
+// scheduler's queue then, so no queued pod changes order; a later pod fixes a new time.
+func (p *Plugin) forgetQueueTimeIfEmpty(key gang.Key) {
+	objs, err := p.pods.ByIndex(gangIndex, key.String())
+	if err != nil || len(objs) > 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.queueTimes, key)
 }
 
 // activate moves the pending pods among members back to the active queue. (Only called from
@@ -346,11 +361,16 @@ func (p *Plugin) rejectWaiting(key gang.Key, skip types.UID, msg string) int {
 
 // rejectWaitingLocked is rejectWaiting with the gang lock held by the caller. The rejected pods'
 // reservations are forgotten before the lock is released, so Permit never counts them.
+//
+// Pods Permit has already allowed are skipped: they may still be listed as waiting until their
+// binding goroutine picks the decision up, a Reject can no longer undo the Allow, and they hold
+// their node until bound, so their reservations must stay counted.
 func (p *Plugin) rejectWaitingLocked(key gang.Key, skip types.UID, msg string) int {
 	var rejected []types.UID
+	assumed := p.tracker.Assumed(key)
 	p.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
 		pod := wp.GetPod()
-		if k, ok := gang.KeyOf(pod); ok && k == key && pod.UID != skip {
+		if k, ok := gang.KeyOf(pod); ok && k == key && pod.UID != skip && !assumed[pod.UID].Allowed {
 			wp.Reject(Name, msg)
 			rejected = append(rejected, pod.UID)
 		}

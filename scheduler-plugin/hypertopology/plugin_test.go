@@ -40,7 +40,7 @@ func testPlugin(t *testing.T, pgs []*schedulingv1beta1.PodGroup, pods []*corev1.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Plugin{args: a, pgLister: schedlisters.NewPodGroupLister(pgIdx), pods: podIdx, tracker: gang.NewTracker(), plans: map[gang.Key]*plan{}}
+	return &Plugin{args: a, handle: &fakeHandle{waiting: map[types.UID]*fakeWaiting{}}, pgLister: schedlisters.NewPodGroupLister(pgIdx), pods: podIdx, tracker: gang.NewTracker(), plans: map[gang.Key]*plan{}}
 }
 
 func pg(name string, created time.Time, minMember int32) *schedulingv1beta1.PodGroup {

@@ -3,6 +3,7 @@ package hypertopology
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -193,6 +194,11 @@ func (p *Plugin) onPodGroupDelete(obj interface{}) {
 		p.mu.Lock()
 		delete(p.queueTimes, key)
 		p.mu.Unlock()
+		// The gang is gone: its members waiting at Permit give their nodes back now instead of at the
+		// Permit timeout. (No Event: its subject is deleted; the pods' FailedScheduling carries it.)
+		if n := p.rejectWaiting(key, "", fmt.Sprintf("PodGroup %s was deleted; the gang's reservations are released", key)); n > 0 {
+			klog.Background().V(2).Info("Released the reservations of a deleted PodGroup", "plugin", Name, "gang", key, "pods", n)
+		}
 	}
 }
 
@@ -254,6 +260,13 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 		ready, why := t.Ready()
 		gen := t.Generation()
 		for key := range waiting {
+			// Every waiting gang, planned or not (no networkTopology, plan dropped, root plan): a
+			// reservation on a node that has left the cluster can never run, and binding to it would
+			// still succeed at the API, so the gang is re-planned without it.
+			if n := p.vanishedNode(t, key); n != "" && t.Synced() {
+				release = append(release, verdict{key, fmt.Sprintf("node %s left the cluster while the gang waited", n)})
+				continue
+			}
 			pl := p.getPlan(key)
 			if pl == nil || pl.treeGen == gen {
 				continue
@@ -294,6 +307,9 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 		p.dropPlan(v.key)
 		n := p.rejectWaiting(v.key, "", msg)
 		logger.Info("Released waiting gang after a topology change", "gang", v.key, "pods", n, "reason", v.msg)
+		// Re-plan now: not every change that releases a gang is a requeueing event (a node deletion
+		// is not), and the released pods would otherwise sit in the unschedulable queue.
+		p.activate(p.members(v.key))
 		if pg, err := p.pgLister.PodGroups(v.key.Namespace).Get(v.key.Name); err == nil {
 			s := gang.SpecOf(pg, nil)
 			p.events.gang(&s, nil, corev1.EventTypeWarning, ReasonGangReleased, msg)
@@ -301,7 +317,24 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 	}
 }
 
-// refreshPlan moves a still-valid plan to the new tree generation (with the domain's current nodes).
+// vanishedNode returns a node holding one of the gang's reservations that the tree no longer knows
+// (deleted), or "".
+func (p *Plugin) vanishedNode(t topology.Tree, key gang.Key) string {
+	var gone []string
+	for _, a := range p.tracker.Assumed(key) {
+		if !t.KnowsNode(a.Node) {
+			gone = append(gone, a.Node)
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	sort.Strings(gone)
+	return gone[0]
+}
+
+// refreshPlan moves a still-valid plan to the new tree generation (with the domain's current nodes;
+// a spilled plan keeps its subset, less the nodes that left the domain).
 func (p *Plugin) refreshPlan(key gang.Key, old *plan, gen int64, nodes map[string]struct{}) {
 	np := *old
 	np.treeGen = gen
@@ -309,7 +342,9 @@ func (p *Plugin) refreshPlan(key gang.Key, old *plan, gen int64, nodes map[strin
 	if nodes != nil {
 		np.nodes = sets.New[string]()
 		for n := range nodes {
-			np.nodes.Insert(n)
+			if !old.spilled || old.nodes.Has(n) {
+				np.nodes.Insert(n)
+			}
 		}
 	}
 	p.mu.Lock()

@@ -45,7 +45,7 @@ type Cache struct {
 	list       []*HyperNode // by (tier, name); Index is the position
 	byTier     map[int][]*HyperNode
 	tiers      []int
-	tierNames  map[string]int
+	tierNames  map[string]struct{}
 	root       *HyperNode
 	containers map[string][]*HyperNode // node → HyperNodes containing it (flattened), by (tier, name)
 	invalid    string                  // why the structure is invalid; "" when valid
@@ -415,18 +415,13 @@ func (c *Cache) rebuild() {
 	if len(problems) == 0 {
 		problems = append(problems, findCycles(names, hns)...)
 	}
-	tierNames := map[string]int{}
+	// Tier names are resolved per tree (a HyperNode named X or one below it), so one name at
+	// different tiers in different trees (leaf at tier 1 beside NVL racks' leaf at tier 2) is normal.
+	tierNames := map[string]struct{}{}
 	for _, name := range names {
-		h := hns[name]
-		if h.TierName == "" {
-			continue
+		if tn := hns[name].TierName; tn != "" {
+			tierNames[tn] = struct{}{}
 		}
-		if t, ok := tierNames[h.TierName]; ok && t != h.Tier {
-			c.warnings = append(c.warnings, fmt.Sprintf("tierName %q is used by tiers %d and %d; highestTierName resolves to tier %d", h.TierName, t, h.Tier, min(t, h.Tier)))
-			tierNames[h.TierName] = min(t, h.Tier)
-			continue
-		}
-		tierNames[h.TierName] = h.Tier
 	}
 	c.tierNames = tierNames
 	if len(problems) > 0 {

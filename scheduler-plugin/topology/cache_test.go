@@ -212,11 +212,11 @@ func TestTierNamesAndLCA(t *testing.T) {
 		c.AddOrUpdateNode(node(n))
 	}
 	c.Read(func(tr Tree) {
-		if tier, ok := tr.TierOfName("spine"); !ok || tier != 2 {
-			t.Errorf("TierOfName(spine) = %d, %v", tier, ok)
+		if !tr.HasTierName("spine") || !tr.HasTierName("rack") {
+			t.Errorf("HasTierName(spine/rack) = false")
 		}
-		if _, ok := tr.TierOfName("pod"); ok {
-			t.Errorf("TierOfName(pod) resolved")
+		if tr.HasTierName("pod") {
+			t.Errorf("HasTierName(pod) = true")
 		}
 		lca := func(nodes ...string) string { return tr.LCA(nodes).Name }
 		for _, tc := range []struct {

@@ -107,6 +107,10 @@ func (t Tree) Ready() (bool, string) {
 	return true, ""
 }
 
+// Synced reports whether the HyperNode and Node informers have delivered their initial lists (so
+// KnowsNode is authoritative).
+func (t Tree) Synced() bool { return t.c.synced == nil || t.c.synced() }
+
 // Invalid is the reason the HyperNode objects do not form a valid tree ("" when they do).
 func (t Tree) Invalid() string { return t.c.invalid }
 
@@ -136,10 +140,11 @@ func (t Tree) Tiers() []int { return t.c.tiers }
 // AtTier returns the HyperNodes of one tier, by name.
 func (t Tree) AtTier(tier int) []*HyperNode { return t.c.byTier[tier] }
 
-// TierOfName resolves a tierName (spec.tierName) to its tier.
-func (t Tree) TierOfName(name string) (int, bool) {
-	tier, ok := t.c.tierNames[name]
-	return tier, ok
+// HasTierName reports whether some HyperNode declares the tierName (spec.tierName). Names are
+// resolved per tree (see domain): the same name may sit at different tiers in different trees.
+func (t Tree) HasTierName(name string) bool {
+	_, ok := t.c.tierNames[name]
+	return ok
 }
 
 // Containers returns the HyperNodes that contain the node, by ascending tier (the root excluded).

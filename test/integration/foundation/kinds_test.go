@@ -56,13 +56,14 @@ func TestKindsRoundTrip(t *testing.T) {
 			AllowedQueues: []string{"team-a", "shared"},
 		}},
 		&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: "leaf-0"}, Spec: topologyv1alpha1.HyperNodeSpec{
-			Tier: 1,
+			Tier: 1, TierName: "leaf",
 			Members: []topologyv1alpha1.MemberSpec{{Type: topologyv1alpha1.MemberTypeNode,
 				Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: "node-0"}}}},
 		}},
 		&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}},
 		&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: ns.Name},
-			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 4, Queue: "team-a"}},
+			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 4, Queue: "team-a",
+				NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierName: "spine"}}},
 		&batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "vcjob", Namespace: ns.Name}, Spec: batchv1alpha1.JobSpec{
 			MinAvailable: 2, Queue: "team-a", SchedulerName: "volcano", MaxRetry: 3,
 			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 2, Template: podTemplate()}},
@@ -138,8 +139,10 @@ func TestUpstreamSchemaDefaults(t *testing.T) {
 	if pg.Spec.Queue != "default" {
 		t.Errorf("PodGroup spec.queue defaulted to %q, want \"default\"", pg.Spec.Queue)
 	}
-	if nt := pg.Spec.NetworkTopology; nt.Mode != "hard" || nt.HighestTierAllowed == nil || *nt.HighestTierAllowed != 1 {
-		t.Errorf("PodGroup spec.networkTopology defaulted to %+v, want mode hard, highestTierAllowed 1", nt)
+	// Only the mode is defaulted (volcano.sh/apis v1.14.0): no tier bound is invented, so
+	// `{mode: hard}` stays "hard without a tier" and highestTierName is never shadowed by a tier 1.
+	if nt := pg.Spec.NetworkTopology; nt.Mode != "hard" || nt.HighestTierAllowed != nil || nt.HighestTierName != "" {
+		t.Errorf("PodGroup spec.networkTopology defaulted to %+v, want mode hard and no tier", nt)
 	}
 	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "hj", Namespace: "schema-defaults"}, Spec: trainingv1alpha1.HyperJobSpec{
 		ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", TemplateSpec: batchv1alpha1.JobSpec{
