@@ -253,8 +253,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // our own newer write is on its way to the cache and will requeue
 	}
 	served, job, pods, err := r.served(ctx, &pg)
-	if err != nil || !served {
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if !served {
+		notServedTotal.Inc()
+		return ctrl.Result{}, nil
 	}
 	c := countPods(pods)
 	phase, needsAdmission := nextPhase(pg.Status.Phase, c, pg.Spec.MinMember, job != nil, job)

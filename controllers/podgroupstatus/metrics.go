@@ -23,6 +23,11 @@ var (
 		Help: "Enqueue refusals that changed a PodGroup's Unschedulable reason, by reason.",
 	}, []string{"reason"})
 
+	notServedTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "hyperbatch_podgroupstatus_not_served_total",
+		Help: "Reconciles of PodGroups this controller does not serve (another scheduler's, or no owning Job and no pods yet); nothing is written to them.",
+	})
+
 	registerOnce sync.Once
 )
 
@@ -33,7 +38,7 @@ const (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(writesTotal, enqueueSeconds, refusalsTotal)
+		metrics.Registry.MustRegister(writesTotal, enqueueSeconds, refusalsTotal, notServedTotal)
 		writesTotal.WithLabelValues(changePhase)
 		writesTotal.WithLabelValues(changeDetail)
 		for _, r := range []string{ReasonQueueNotFound, ReasonQueueClosed, ReasonQueueCapabilityExceeded, ReasonQueueFIFO} {

@@ -124,7 +124,7 @@ func desiredStatus(cur schedulingv1beta1.PodGroupStatus, phase schedulingv1beta1
 	case phase == schedulingv1beta1.PodGroupRunning || phase == schedulingv1beta1.PodGroupCompleted:
 		msg := fmt.Sprintf("%d of minMember %d pods placed", c.Allocated, minMember)
 		// A gang that never waited gets no Unschedulable condition; one that did gets it cleared.
-		if hasCondition(s.Conditions, schedulingv1beta1.PodGroupUnschedulableType, corev1.ConditionTrue) {
+		if u := findCondition(s.Conditions, schedulingv1beta1.PodGroupUnschedulableType); u != nil && (u.Status == corev1.ConditionTrue || u.Reason != ReasonGangScheduled) {
 			setCondition(&s.Conditions, schedulingv1beta1.PodGroupUnschedulableType, corev1.ConditionFalse, ReasonGangScheduled, msg, now)
 		}
 		if c.Allocated >= minMember && findCondition(s.Conditions, schedulingv1beta1.PodGroupScheduled) == nil {

@@ -165,8 +165,14 @@ func hardTier1() *schedulingv1beta1.NetworkTopologySpec {
 // gangPods creates n pods of group asking for gpus GPUs each, for schedulerName, on the test's nodes.
 func gangPods(t *testing.T, test, ns, group, schedulerName string, n int, gpus int64) {
 	t.Helper()
+	gangPodsFrom(t, test, ns, group, schedulerName, 0, n, gpus)
+}
+
+// gangPodsFrom creates pods number from..from+n-1 of group (see gangPods).
+func gangPodsFrom(t *testing.T, test, ns, group, schedulerName string, from, n int, gpus int64) {
+	t.Helper()
 	ctx := ctxFor(t, 60*time.Second)
-	for i := 0; i < n; i++ {
+	for i := from; i < from+n; i++ {
 		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i), Labels: map[string]string{"group": group},
@@ -333,23 +339,26 @@ func (r *phaseRecorder) get() []schedulingv1beta1.PodGroupPhase {
 func waitEvent(t *testing.T, ns, pg, reason string, fragments ...string) {
 	t.Helper()
 	var notes []string
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s Event on PodGroup %s with %q (seen %q)", reason, pg, fragments, notes), func(ctx context.Context) (bool, error) {
-		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			return false, nil
 		}
 		notes = notes[:0]
 		for _, e := range l.Items {
-			if e.Regarding.Kind != "PodGroup" || e.Regarding.Name != pg {
+			if e.InvolvedObject.Kind != "PodGroup" || e.InvolvedObject.Name != pg {
 				continue
 			}
-			notes = append(notes, e.Reason+": "+e.Note)
-			if e.Reason == reason && containsAll(e.Note, fragments) {
+			notes = append(notes, e.Reason+": "+e.Message)
+			if e.Reason == reason && containsAll(e.Message, fragments) {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
+	if err != nil {
+		t.Fatalf("no %s Event on PodGroup %s/%s with %q; its events: %q", reason, ns, pg, fragments, notes)
+	}
 }
 
 func containsAll(s string, fragments []string) bool {
@@ -377,3 +386,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func(ctx con
 }
 
 const hb = schedulerenv.SchedulerName
+
+func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}

@@ -23,7 +23,13 @@ func TestPhasesWithScheduler(t *testing.T) {
 
 	phases := recordPhases(t, ns, "g")
 	podGroup(t, ns, "g", pgOpts{queue: "phases-q", minMember: 3, minGPU: 12, topology: hardTier1()})
-	gangPods(t, "phases", ns, "g", hb, 3, 4)
+	// A standalone PodGroup is served once a pod of hyperbatch-scheduler names it. The scheduler holds
+	// an incomplete gang (PreEnqueue, fewer than minMember pods), so with one pod the PodGroup is
+	// enqueued before the gang can be placed; the rest of the gang follows.
+	gangPods(t, "phases", ns, "g", hb, 1, 4)
+	waitPG(t, ns, "g", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
+	waitEvent(t, ns, "g", "Enqueued", `admitted to queue "phases-q"`)
+	gangPodsFrom(t, "phases", ns, "g", hb, 1, 2, 4)
 
 	nodes := waitBound(t, ns, "g", 3)
 	racks := map[string]bool{}
@@ -46,7 +52,6 @@ func TestPhasesWithScheduler(t *testing.T) {
 	assert.Equal(t, int32(3), pg.Status.Succeeded)
 	assert.Equal(t, int32(0), pg.Status.Running)
 	assert.Equal(t, int32(0), pg.Status.Failed)
-	waitEvent(t, ns, "g", "Enqueued", `admitted to queue "phases-q"`)
 
 	// Every write is visible to a watch: the stored phases went "" → Inqueue → Running → Completed.
 	waitFor(t, 10*time.Second, "the watch to see Completed", func(context.Context) (bool, error) {
