@@ -235,4 +235,3 @@ func counterValue(t *testing.T, name string, labels ...string) float64 {
 	}
 	return sum
 }
-
