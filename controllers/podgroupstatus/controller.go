@@ -342,7 +342,11 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 	var cands []candidate
 	for i := range list.Items {
 		other := &list.Items[i]
+		okey := client.ObjectKeyFromObject(other)
 		ph := r.effectivePhase(other)
+		if okey == key {
+			continue // this gang is decided below (a Running gang that lost pods reserves nothing meanwhile)
+		}
 		if reserving(ph) {
 			if other.Spec.MinResources != nil {
 				reserved = addResources(reserved, *other.Spec.MinResources)
@@ -352,13 +356,8 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		if !waiting(ph) {
 			continue
 		}
-		okey := client.ObjectKeyFromObject(other)
-		if okey != key {
-			if srv, _, _, err := r.served(ctx, other); err != nil || !srv {
-				continue // not ours: Volcano's scheduler decides it
-			}
-		} else {
-			other = pg // the freshest copy
+		if srv, _, _, err := r.served(ctx, other); err != nil || !srv {
+			continue // not ours: Volcano's scheduler decides it
 		}
 		prio, err := r.priority(ctx, other)
 		if err != nil {
@@ -370,19 +369,16 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		}
 		cands = append(cands, candidate{key: okey, priority: prio, created: other.CreationTimestamp.Time, min: min})
 	}
-	v, ok := admitQueue(name, qp, reserved, cands)[key]
-	if !ok { // not in the cache's list yet (just created): decide it alone after the others
-		var min corev1.ResourceList
-		if pg.Spec.MinResources != nil {
-			min = *pg.Spec.MinResources
-		}
-		prio, err := r.priority(ctx, pg)
-		if err != nil {
-			return verdict{}, err
-		}
-		v = admitQueue(name, qp, reserved, append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: min}))[key]
+	var min corev1.ResourceList
+	if pg.Spec.MinResources != nil {
+		min = *pg.Spec.MinResources
 	}
-	return v, nil
+	prio, err := r.priority(ctx, pg)
+	if err != nil {
+		return verdict{}, err
+	}
+	cands = append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: min})
+	return admitQueue(name, qp, reserved, cands)[key], nil
 }
 
 // priority is the value of the PodGroup's PriorityClass (0 when unset or unknown, as the plugin does
