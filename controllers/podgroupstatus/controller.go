@@ -72,6 +72,10 @@ type writeRecord struct {
 	prevRV string
 	phase  schedulingv1beta1.PodGroupPhase
 	detail time.Time // last write of any kind, for MinDetailInterval
+	wrote  bool      // the record is from a write (not a reservation ahead of one)
+	// served caches whether the PodGroup is served, for the queue's decisions (which must not look
+	// up every waiting gang's Job and pods); set by the PodGroup's own reconcile.
+	served, servedKnown bool
 }
 
 // NewReconciler builds a Reconciler from the manager's cached client.
@@ -256,6 +260,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.setServed(req.NamespacedName, served)
 	if !served {
 		notServedTotal.Inc()
 		return ctrl.Result{}, nil
@@ -266,19 +271,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.apply(ctx, &pg, phase, c, nil)
 	}
 	unlock := r.lockQueue(queueOf(&pg))
-	defer func() { unlock() }()
 	v, err := r.decide(ctx, &pg)
 	if err != nil {
+		unlock()
 		return ctrl.Result{}, err
 	}
 	phase = schedulingv1beta1.PodGroupPending
 	if v.admit {
 		phase = schedulingv1beta1.PodGroupInqueue
-	} else {
-		unlock() // a refusal reserves nothing: other decisions of the queue need not wait for its write
-		unlock = func() {}
+		// Reserve before the write, so the queue's next decision (which may run while this write
+		// is in flight) counts this gang; undone if the write does not happen.
+		r.reserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
 	}
-	return r.apply(ctx, &pg, phase, c, &v)
+	unlock()
+	res, err := r.apply(ctx, &pg, phase, c, &v)
+	if v.admit {
+		r.unreserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
+	}
+	return res, err
+}
+
+// reserve marks the PodGroup (at resourceVersion rv) as Inqueue for the queue's decisions.
+func (r *Reconciler) reserve(key types.NamespacedName, rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.written[key]
+	w.prevRV, w.phase, w.wrote = rv, schedulingv1beta1.PodGroupInqueue, false
+	r.written[key] = w
+}
+
+// unreserve drops a reservation whose write did not happen (the record still names the version the
+// write would have replaced; after a successful write, apply's recordWrite has moved it on, since
+// apply leaves pg at the new version).
+func (r *Reconciler) unreserve(key types.NamespacedName, rvNow string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.written[key]; ok && w.prevRV == rvNow && w.phase == schedulingv1beta1.PodGroupInqueue && !w.wrote {
+		w.prevRV, w.phase = "", ""
+		r.written[key] = w
+	}
 }
 
 // served reports whether the PodGroup is this scheduler's (see the package documentation) and
@@ -356,7 +387,15 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		if !waiting(ph) {
 			continue
 		}
-		if srv, _, _, err := r.served(ctx, other); err != nil || !srv {
+		srv, known := r.isServed(okey)
+		if !known { // not reconciled yet (e.g. just after a restart): look it up once
+			var err error
+			if srv, _, _, err = r.served(ctx, other); err != nil {
+				return verdict{}, err
+			}
+			r.setServed(okey, srv)
+		}
+		if !srv {
 			continue // not ours: Volcano's scheduler decides it
 		}
 		prio, err := r.priority(ctx, other)
@@ -500,14 +539,32 @@ func (r *Reconciler) effectivePhase(pg *schedulingv1beta1.PodGroup) schedulingv1
 func (r *Reconciler) recordWrite(key types.NamespacedName, prevRV string, phase schedulingv1beta1.PodGroupPhase, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.written[key] = writeRecord{prevRV: prevRV, phase: phase, detail: now}
+	w := r.written[key]
+	w.prevRV, w.phase, w.detail, w.wrote = prevRV, phase, now, true
+	r.written[key] = w
+}
+
+func (r *Reconciler) setServed(key types.NamespacedName, served bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.written[key]
+	w.served, w.servedKnown = served, true
+	r.written[key] = w
+}
+
+// isServed returns the cached served verdict and whether there is one.
+func (r *Reconciler) isServed(key types.NamespacedName) (served, known bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w := r.written[key]
+	return w.served, w.servedKnown
 }
 
 func (r *Reconciler) detailWait(key types.NamespacedName, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.written[key]
-	if !ok {
+	if !ok || w.detail.IsZero() {
 		return 0
 	}
 	return w.detail.Add(r.opts.MinDetailInterval).Sub(now)
