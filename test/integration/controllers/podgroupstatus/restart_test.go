@@ -12,8 +12,8 @@ import (
 )
 
 // A new controller (restart, or a new leader) reconciles every PodGroup from a fresh cache and writes
-// nothing when nothing changed: no lost or double-counted reservation, no status churn. Runs last
-// (file order), so the PodGroups of the other tests are there too, in every phase.
+// nothing when nothing changed: no lost or double-counted reservation, no status churn. The
+// PodGroups of the tests that ran before it (file order) are there too, in every phase.
 func TestRestartWritesNothing(t *testing.T) {
 	dumpLogOnFailure(t)
 	ns := namespace(t, "restart")
