@@ -16,6 +16,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/certs"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -27,6 +28,7 @@ import (
 var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
+	"lifecycle":      func(m ctrl.Manager, _ options) error { return lifecycle.NewReconciler(m).SetupWithManager(m) },
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
 	},
