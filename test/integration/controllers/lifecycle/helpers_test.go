@@ -248,4 +248,3 @@ func actions(kind, action string) float64 {
 	}
 	return 0
 }
-
