@@ -48,6 +48,8 @@ type options struct {
 	webhookURL     string
 	certMode       string
 	certSecret     string
+	kubeAPIQPS     float64
+	kubeAPIBurst   int
 }
 
 func run(o options) error {
@@ -59,6 +61,7 @@ func run(o options) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},

@@ -80,7 +80,6 @@ const (
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 type Reconciler struct {
 	client    client.Client
-	apiReader client.Reader
 	recorder  record.EventRecorder
 	now       func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
@@ -92,7 +91,6 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
 		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
-		apiReader: mgr.GetAPIReader(),
 		recorder:  mgr.GetEventRecorderFor(eventSource),
 		now:       time.Now,
 		nativeTTL: newSeenUIDs(),

@@ -74,7 +74,9 @@ func (r *Reconciler) reconcileHyperJob(ctx context.Context, req ctrl.Request) (c
 			due := fin.Add(ttl)
 			if now.Before(due) {
 				res.at(now, due)
-			} else if err := r.deleteHyperJob(ctx, &hj, ttl, due); err != nil {
+			} else if err := r.deleteHyperJob(ctx, &hj, ttl, due); errors.Is(err, errRetry) {
+				res.wait(conflictRequeue)
+			} else if err != nil {
 				reconcileErrors.WithLabelValues(KindHyperJob).Inc()
 				return ctrl.Result{}, err
 			}
@@ -144,42 +146,31 @@ func (r *Reconciler) abortChildren(ctx context.Context, hj *trainingv1alpha1.Hyp
 }
 
 // deleteHyperJob deletes a finished HyperJob whose TTL expired, in the foreground (its children go
-// first, through the garbage collector). The HyperJob is read from the apiserver first, and the
-// delete is conditioned on that read's UID and resourceVersion: a HyperJob recreated under the same
-// name, or changed since (its TTL no longer expired), is never deleted.
-func (r *Reconciler) deleteHyperJob(ctx context.Context, cached *trainingv1alpha1.HyperJob, ttl time.Duration, due time.Time) error {
-	var live trainingv1alpha1.HyperJob
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(cached), &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if live.UID != cached.UID || live.DeletionTimestamp != nil {
-		return nil
-	}
-	liveTTL, has, err := TTLAfterFinished(&live)
-	fin := HyperJobFinishedAt(&live)
-	if err != nil || !has || fin == nil {
-		return nil // the watch event of the change brings the cache up to date
-	}
-	due = fin.Add(liveTTL)
+// first, through the garbage collector). The delete is conditioned on the UID and resourceVersion
+// of the object the decision was made from: a HyperJob recreated under the same name, or changed
+// since (the cache was behind), is never deleted — the apiserver answers Conflict and the next pass
+// decides again from the newer object. One API call per deletion, no extra read.
+func (r *Reconciler) deleteHyperJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ttl time.Duration, due time.Time) error {
 	now := r.now()
-	if now.Before(due) {
-		return nil // the cache was behind; the next pass requeues to the live due time
-	}
-	uid, rv := live.UID, live.ResourceVersion
-	err = r.client.Delete(ctx, &live, client.Preconditions{UID: &uid, ResourceVersion: &rv},
+	uid, rv := hj.UID, hj.ResourceVersion
+	err := r.client.Delete(ctx, hj, client.Preconditions{UID: &uid, ResourceVersion: &rv},
 		client.PropagationPolicy(metav1.DeletePropagationForeground))
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("deleting HyperJob %s/%s: it changed since it was read, retrying: %w", live.Namespace, live.Name, err)
+		log.FromContext(ctx).V(1).Info("TTL deletion refused: the HyperJob changed or was replaced since it was read", "reason", err.Error())
+		return errRetry
 	default:
-		return fmt.Errorf("deleting HyperJob %s/%s after its TTL: %w", live.Namespace, live.Name, err)
+		return fmt.Errorf("deleting HyperJob %s/%s after its TTL: %w", hj.Namespace, hj.Name, err)
 	}
 	observe(KindHyperJob, ActionTTLDelete, now, due)
-	r.recorder.Eventf(&live, corev1.EventTypeNormal, ReasonTTLExpired,
-		"deleted (foreground) %s after it finished, as %s asks", liveTTL, ttlKey)
-	log.FromContext(ctx).Info("deleted finished HyperJob after its TTL", "ttl", liveTTL, "lag", now.Sub(due))
+	r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonTTLExpired,
+		"deleted (foreground) %s after it finished, as %s asks", ttl, ttlKey)
+	log.FromContext(ctx).V(1).Info("deleted finished HyperJob after its TTL", "ttl", ttl, "lag", now.Sub(due))
 	return nil
 }
+
+// errRetry asks for another pass soon without counting an error: the cache is behind.
+var errRetry = errors.New("retry")
