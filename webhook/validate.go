@@ -140,20 +140,21 @@ func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
 		key  string
 		min  int64
 		bits int
+		fix  string
 	}{
-		{hbv1.TTLSecondsAfterFinishedAnnotation, 0, 32},
-		{hbv1.ActiveDeadlineSecondsAnnotation, 1, 64},
+		{hbv1.TTLSecondsAfterFinishedAnnotation, 0, 32, "use 0 to delete the workload as soon as it finishes, or omit the annotation to keep it"},
+		{hbv1.ActiveDeadlineSecondsAnnotation, 1, 64, "omit the annotation for no deadline"},
 	} {
 		p := base.Key(a.key)
 		v, has := obj.GetAnnotations()[a.key]
 		if update {
 			if was, had := old.GetAnnotations()[a.key]; had {
 				if !has {
-					c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %q)", was)))
+					c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %q): %s", was, immutableFix)))
 					continue
 				}
 				if v != was {
-					c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("field is immutable once set (it is %q)", was)))
+					c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("field is immutable once set (it is %q): %s", was, immutableFix)))
 					continue
 				}
 				continue // unchanged: checked when it was set
@@ -164,11 +165,11 @@ func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
 		}
 		n, err := strconv.ParseInt(v, 10, a.bits)
 		if err != nil {
-			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be an integer number of seconds (%d-bit)", a.bits)))
+			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be an integer number of seconds (%d-bit), such as \"3600\"", a.bits)))
 			continue
 		}
 		if n < a.min {
-			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be greater than or equal to %d", a.min)))
+			c.errs = append(c.errs, field.Invalid(p, v, fmt.Sprintf("must be greater than or equal to %d; %s", a.min, a.fix)))
 			continue
 		}
 		if a.key == hbv1.TTLSecondsAfterFinishedAnnotation {
@@ -177,14 +178,18 @@ func (c *checker) lifecycleAnnotations(obj, old metav1.Object, update bool) {
 	}
 }
 
+// immutableFix tells the user how to get a different TTL or deadline: the lifecycle controller's
+// timers are computed from values that never change once set.
+const immutableFix = "keep the old value, or delete the workload and create it again with the new one"
+
 // ttlField checks a native spec.ttlSecondsAfterFinished: >= 0 and immutable once set.
 func (c *checker) ttlField(p *field.Path, ttl, oldTTL *int32, update bool) {
 	if update && oldTTL != nil {
 		switch {
 		case ttl == nil:
-			c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %d)", *oldTTL)))
+			c.errs = append(c.errs, field.Forbidden(p, fmt.Sprintf("cannot be removed once set (it is %d): %s", *oldTTL, immutableFix)))
 		case *ttl != *oldTTL:
-			c.errs = append(c.errs, field.Invalid(p, *ttl, fmt.Sprintf("field is immutable once set (it is %d)", *oldTTL)))
+			c.errs = append(c.errs, field.Invalid(p, *ttl, fmt.Sprintf("field is immutable once set (it is %d): %s", *oldTTL, immutableFix)))
 		}
 		return
 	}
@@ -192,7 +197,7 @@ func (c *checker) ttlField(p *field.Path, ttl, oldTTL *int32, update bool) {
 		return
 	}
 	if *ttl < 0 {
-		c.errs = append(c.errs, field.Invalid(p, *ttl, "must be greater than or equal to 0"))
+		c.errs = append(c.errs, field.Invalid(p, *ttl, "must be greater than or equal to 0; use 0 to delete the workload as soon as it finishes, or omit the field to keep it"))
 		return
 	}
 	c.ttlWarning(p, int64(*ttl))

@@ -242,6 +242,9 @@ func TestValidateLifecycle(t *testing.T) {
 		{"ttl changed", hj(map[string]string{ttl: "7200"}), hj(map[string]string{ttl: "3600"}), []string{`field is immutable once set (it is "3600")`}, ""},
 		{"deadline removed", hj(nil), hj(map[string]string{dl: "60"}), []string{`cannot be removed once set (it is "60")`}, ""},
 		{"set once on update", hj(map[string]string{ttl: "100"}), hj(nil), nil, ""},
+		{"immutable message names the key and the fix", hj(map[string]string{dl: "30"}), hj(map[string]string{dl: "60"}),
+			[]string{`metadata.annotations[hyperbatch.dev/active-deadline-seconds]: Invalid value: "30": field is immutable once set (it is "60"): keep the old value, or delete the workload and create it again with the new one`}, ""},
+		{"zero deadline says how to have none", hj(map[string]string{dl: "0"}), nil, []string{"omit the annotation for no deadline"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

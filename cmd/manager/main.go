@@ -33,6 +33,8 @@ func main() {
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "URL mode (local clusters): the apiserver calls this base URL, e.g. https://127.0.0.1:9443, and the manager creates the webhook configurations itself; empty means Service mode with configurations installed by the Helm chart")
 	fs.StringVar(&o.certMode, "cert-mode", string(certs.ModeSelf), "webhook certificates: self (generate, inject caBundle, rotate), cert-manager (check what cert-manager issued), external (files already in --webhook-cert-dir)")
 	fs.StringVar(&o.certSecret, "cert-secret-name", "hyperbatch-webhook-tls", "Secret in --namespace holding the webhook CA and serving certificate")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit of the manager's requests to the apiserver, in queries per second; 0 keeps the kubeconfig's (controller-runtime: no client-side limit when it sets none), -1 disables it")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "burst above --kube-api-qps")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/certs"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
@@ -28,6 +29,7 @@ import (
 var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
+	"lifecycle":      func(m ctrl.Manager, _ options) error { return lifecycle.NewReconciler(m).SetupWithManager(m) },
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
 	},
@@ -55,6 +57,8 @@ type options struct {
 	webhookURL     string
 	certMode       string
 	certSecret     string
+	kubeAPIQPS     float64
+	kubeAPIBurst   int
 }
 
 // Leader election, in hyperbatch's own namespace (config/rbac is generated from this marker).
@@ -68,6 +72,9 @@ func run(o options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig (set --kubeconfig or KUBECONFIG, or run in a cluster): %w", err)
+	}
+	if o.kubeAPIQPS != 0 {
+		cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),

@@ -9,6 +9,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
@@ -23,6 +24,7 @@ func New() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		hyperbatchv1alpha1.AddToScheme,
 		batchv1alpha1.AddToScheme,
+		busv1alpha1.AddToScheme,
 		schedulingv1beta1.AddToScheme,
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,

@@ -1,0 +1,401 @@
+// Package lifecycle benchmarks the lifecycle controller as it runs in production: the real
+// bin/manager binary (--controllers=lifecycle) against a real kube-apiserver (envtest).
+//
+//	make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/lifecycle/ -run '^$' -bench . -benchtime 1x -timeout 30m
+//
+// BenchmarkTTLDeletions: LIFECYCLE_BENCH_TTL (default 10000) finished HyperJobs whose TTLs expire
+// spread over 60 s. The lag of each deletion is the time the benchmark's watch sees the HyperJob's
+// deletionTimestamp minus its due time (terminal condition's lastTransitionTime + TTL, both exact
+// whole seconds here). Reported: p50, p99 and max lag, and the manager's CPU seconds (utime+stime of
+// its process, from /proc) over the whole run and over the deletion window.
+//
+// BenchmarkDeadlineAccuracy: LIFECYCLE_BENCH_DEADLINES (default 1000) running HyperJobs with
+// deadlines spread over 30 s. The error of each is the time the watch sees the Failed condition minus
+// the due time from the object's timestamps (creationTimestamp + deadline), and minus the due time
+// from the moment the Create call returned (what the user sees: creationTimestamp has whole-second
+// precision, so the rule can act up to 1 s before the true creation + deadline).
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+var env *framework.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard())
+	var err error
+	if env, err = framework.Start(framework.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func benchClient(b *testing.B) client.WithWatch {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// manager is the bin/manager process.
+type manager struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+func startManager(b *testing.B) *manager {
+	bin := filepath.Join(framework.RepoRoot(), "bin", "manager")
+	if _, err := os.Stat(bin); err != nil {
+		b.Fatalf("%s is missing: run 'make build' first: %v", bin, err)
+	}
+	dir := b.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
+		b.Fatal(err)
+	}
+	logf, err := os.CreateTemp("", "lifecycle-bench-manager-*.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--kubeconfig="+kc, "--controllers=lifecycle", "--enable-webhooks=false",
+		"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level="+envStr("LIFECYCLE_BENCH_LOG_LEVEL", "info"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("manager log: %s", logf.Name())
+	m := &manager{cmd: cmd, log: logf}
+	b.Cleanup(m.stop)
+	return m
+}
+
+func (m *manager) stop() {
+	if m.cmd.ProcessState != nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-done
+	}
+	_ = m.log.Close()
+}
+
+// cpuSeconds is the process's utime+stime from /proc/<pid>/stat (clock ticks of 1/100 s).
+func (m *manager) cpuSeconds(b *testing.B) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		b.Fatalf("reading the manager's CPU time: %v", err)
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
+}
+
+// parallel runs fn(0..n-1) on 32 workers and fails on the first error.
+func parallel(b *testing.B, n int, fn func(i int) error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	next := make(chan int)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+}
+
+// watchHyperJobs records, per HyperJob name, the first time seen(obj) holds, through an informer
+// (which re-lists and re-watches if the apiserver closes its watch).
+func watchHyperJobs(b *testing.B, _ client.WithWatch, ns string, seen func(*trainingv1alpha1.HyperJob) bool) (map[string]time.Time, *sync.Mutex, func()) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	ca, err := crcache.New(cfg, crcache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]crcache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	inf, err := ca.GetInformer(context.Background(), &trainingv1alpha1.HyperJob{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]time.Time{}
+	var mu sync.Mutex
+	record := func(obj any) {
+		hj, ok := obj.(*trainingv1alpha1.HyperJob)
+		if !ok || !seen(hj) {
+			return
+		}
+		now := time.Now()
+		mu.Lock()
+		if _, ok := out[hj.Name]; !ok {
+			out[hj.Name] = now
+		}
+		mu.Unlock()
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		b.Fatal("benchmark informer did not sync")
+	}
+	return out, &mu, cancel
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+func BenchmarkTTLDeletions(b *testing.B) {
+	n := envInt("LIFECYCLE_BENCH_TTL", 10000)
+	spread := envInt("LIFECYCLE_BENCH_SPREAD", 60)
+	c := benchClient(b)
+	ctx := context.Background()
+	ns := fmt.Sprintf("ttl-bench-%d", time.Now().UnixNano())
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	mgr := startManager(b)
+
+	// Pilot: the rate of create + status writes here decides how far in the future the first TTL
+	// must expire so that all n HyperJobs exist (and are finished) before it does.
+	pilot := 200
+	t0 := time.Now()
+	parallel(b, pilot, func(i int) error { return createFinished(ctx, c, ns, fmt.Sprintf("pilot-%d", i), -1, time.Now()) })
+	perObj := time.Since(t0) / time.Duration(pilot)
+	lead := time.Duration(float64(perObj)*float64(n)*1.5) + 15*time.Second
+	finished := time.Now().Truncate(time.Second)
+	base := int(lead.Seconds()) + 1
+	due := make(map[string]time.Time, n)
+	for i := 0; i < n; i++ {
+		ttl := base + i*spread/n
+		due[name(i)] = finished.Add(time.Duration(ttl) * time.Second)
+	}
+	seen, mu, stop := watchHyperJobs(b, c, ns, func(hj *trainingv1alpha1.HyperJob) bool { return hj.DeletionTimestamp != nil })
+	defer stop()
+	cpuStart := mgr.cpuSeconds(b)
+	setup := time.Now()
+	parallel(b, n, func(i int) error {
+		return createFinished(ctx, c, ns, name(i), base+i*spread/n, finished)
+	})
+	setupTook := time.Since(setup)
+	first := finished.Add(time.Duration(base) * time.Second)
+	if time.Now().After(first) {
+		b.Logf("warning: setup (%s) ran past the first due time; early lags include setup", setupTook)
+	}
+	// Wait for the first due time, then measure CPU over the deletion window.
+	time.Sleep(time.Until(first))
+	cpuWindow := mgr.cpuSeconds(b)
+	deadline := first.Add(time.Duration(spread)*time.Second + 3*time.Minute)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		k := len(seen)
+		mu.Unlock()
+		if k >= n {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cpuEnd := mgr.cpuSeconds(b)
+	mu.Lock()
+	defer mu.Unlock()
+	lags := make([]float64, 0, n)
+	early := 0
+	for nm, d := range due {
+		t, ok := seen[nm]
+		if !ok {
+			continue
+		}
+		l := t.Sub(d).Seconds()
+		if l < 0 {
+			early++
+		}
+		lags = append(lags, l)
+	}
+	sort.Float64s(lags)
+	b.ReportMetric(float64(len(lags)), "deleted")
+	b.ReportMetric(float64(n), "hyperjobs")
+	b.ReportMetric(quantile(lags, 0.5), "s-lag-p50")
+	b.ReportMetric(quantile(lags, 0.99), "s-lag-p99")
+	b.ReportMetric(quantile(lags, 1), "s-lag-max")
+	b.ReportMetric(float64(early), "early")
+	b.ReportMetric(cpuEnd-cpuStart, "manager-cpu-s-total")
+	b.ReportMetric(cpuEnd-cpuWindow, "manager-cpu-s-deletion-window")
+	b.Logf("%d finished HyperJobs (TTLs expiring over %ds, first %s after setup started; setup took %s at %s per object): %d deleted, %d before their due time; lag p50 %.3fs p99 %.3fs max %.3fs; manager CPU %.2fs total, %.2fs during the deletion window",
+		n, spread, first.Sub(setup).Round(time.Second), setupTook.Round(time.Millisecond), perObj.Round(time.Microsecond), len(lags), early,
+		quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1), cpuEnd-cpuStart, cpuEnd-cpuWindow)
+	if len(lags) < n {
+		b.Errorf("only %d of %d HyperJobs were deleted", len(lags), n)
+	}
+}
+
+func name(i int) string { return fmt.Sprintf("hj-%05d", i) }
+
+// createFinished creates a HyperJob (ttl < 0: no TTL annotation) and writes a Completed condition
+// whose lastTransitionTime is `finished` (what the HyperJob controller would write; no HyperJob
+// controller runs here, so there are no children).
+func createFinished(ctx context.Context, c client.Client, ns, nm string, ttl int, finished time.Time) error {
+	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: nm, Namespace: ns}}
+	if ttl >= 0 {
+		hj.Annotations = map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: strconv.Itoa(ttl)}
+	}
+	if err := c.Create(ctx, hj); err != nil {
+		return err
+	}
+	apimeta.SetStatusCondition(&hj.Status.Conditions, metav1.Condition{Type: "Completed", Status: metav1.ConditionTrue,
+		Reason: "ChildJobsCompleted", Message: "benchmark", LastTransitionTime: metav1.NewTime(finished)})
+	return c.Status().Update(ctx, hj)
+}
+
+func BenchmarkDeadlineAccuracy(b *testing.B) {
+	n := envInt("LIFECYCLE_BENCH_DEADLINES", 1000)
+	const spread, base = 30, 10
+	c := benchClient(b)
+	ctx := context.Background()
+	ns := fmt.Sprintf("deadline-bench-%d", time.Now().UnixNano())
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	mgr := startManager(b)
+	seen, mu, stop := watchHyperJobs(b, c, ns, func(hj *trainingv1alpha1.HyperJob) bool {
+		cond := apimeta.FindStatusCondition(hj.Status.Conditions, "Failed")
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "DeadlineExceeded"
+	})
+	defer stop()
+	cpuStart := mgr.cpuSeconds(b)
+	type created struct {
+		objectDue, callDue time.Time
+	}
+	var cmu sync.Mutex
+	dues := make(map[string]created, n)
+	parallel(b, n, func(i int) error {
+		d := time.Duration(base+i*spread/n) * time.Second
+		hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns,
+			Annotations: map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: strconv.Itoa(int(d.Seconds()))}}}
+		before := time.Now()
+		if err := c.Create(ctx, hj); err != nil {
+			return err
+		}
+		cmu.Lock()
+		dues[hj.Name] = created{objectDue: hj.CreationTimestamp.Add(d), callDue: before.Add(d)}
+		cmu.Unlock()
+		return nil
+	})
+	end := time.Now().Add((base+spread)*time.Second + 2*time.Minute)
+	for time.Now().Before(end) {
+		mu.Lock()
+		k := len(seen)
+		mu.Unlock()
+		if k >= n {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cpu := mgr.cpuSeconds(b) - cpuStart
+	mu.Lock()
+	defer mu.Unlock()
+	var objErr, callErr []float64
+	for nm, d := range dues {
+		t, ok := seen[nm]
+		if !ok {
+			continue
+		}
+		objErr = append(objErr, t.Sub(d.objectDue).Seconds())
+		callErr = append(callErr, t.Sub(d.callDue).Seconds())
+	}
+	sort.Float64s(objErr)
+	sort.Float64s(callErr)
+	b.ReportMetric(float64(len(objErr)), "failed")
+	b.ReportMetric(quantile(objErr, 0), "s-err-min")
+	b.ReportMetric(quantile(objErr, 0.5), "s-err-p50")
+	b.ReportMetric(quantile(objErr, 0.99), "s-err-p99")
+	b.ReportMetric(quantile(objErr, 1), "s-err-max")
+	b.ReportMetric(quantile(callErr, 0), "s-err-vs-create-call-min")
+	b.ReportMetric(quantile(callErr, 1), "s-err-vs-create-call-max")
+	b.ReportMetric(cpu, "manager-cpu-s")
+	b.Logf("%d HyperJobs with deadlines %d..%ds: %d failed; error vs creationTimestamp+deadline min %.3fs p50 %.3fs p99 %.3fs max %.3fs; vs the Create call + deadline min %.3fs max %.3fs; manager CPU %.2fs",
+		n, base, base+spread, len(objErr), quantile(objErr, 0), quantile(objErr, 0.5), quantile(objErr, 0.99), quantile(objErr, 1),
+		quantile(callErr, 0), quantile(callErr, 1), cpu)
+	if len(objErr) < n {
+		b.Errorf("only %d of %d HyperJobs failed for their deadline", len(objErr), n)
+	}
+}
+
+func envStr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,226 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+)
+
+const (
+	// ControllerName prefixes the three controllers' names (lifecycle-hyperjob, -jobset, -vcjob).
+	ControllerName = "lifecycle"
+	// FieldOwner is the field manager of every write this package makes.
+	FieldOwner  = "hyperbatch-lifecycle"
+	eventSource = "hyperbatch-lifecycle"
+
+	// childIndex indexes Volcano Jobs by the UID of their controlling HyperJob.
+	childIndex = "hyperbatch.dev/lifecycle-hyperjob-uid"
+
+	// conflictRequeue is how soon a write refused by an optimistic lock is retried; the watch event
+	// carrying the newer object normally triggers the retry sooner.
+	conflictRequeue = 200 * time.Millisecond
+
+	maxConcurrentReconciles = 4
+)
+
+// Annotations this package writes. They are the durable record of a decision: a restarted manager
+// reads them and neither repeats nor forgets an action.
+const (
+	// TerminationReasonAnnotation is set to ReasonDeadlineExceeded on a workload ended for its deadline.
+	TerminationReasonAnnotation = "hyperbatch.dev/termination-reason"
+	// DeadlineExceededAtAnnotation is the RFC 3339 time a Volcano Job's abort for DeadlineExceeded was
+	// decided. A clock that started later (the job was resumed since) starts a new deadline.
+	DeadlineExceededAtAnnotation = "hyperbatch.dev/deadline-exceeded-at"
+	// AbortCommandAnnotation names the Volcano bus Command created for that decision; once set the
+	// Command is never created again.
+	AbortCommandAnnotation = "hyperbatch.dev/deadline-abort-command"
+)
+
+// Reasons of conditions and Events.
+const (
+	// ReasonDeadlineExceeded is the reason of the Failed condition (HyperJob, JobSet), of the
+	// Command and of the Events of a deadline action.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonTTLExpired is the reason of the Event of a TTL deletion.
+	ReasonTTLExpired = "TTLExpired"
+	// ReasonInvalidLifecycleAnnotation is the reason of the Warning Event for an unusable annotation.
+	ReasonInvalidLifecycleAnnotation = "InvalidLifecycleAnnotation"
+	// ReasonAbortedChildren is the reason of the HyperJob Event that sums up the aborted children.
+	ReasonAbortedChildren = "AbortedChildJobs"
+)
+
+// Reconciler enforces deadlines and TTLs; see the package doc and docs/lifecycle.md.
+//
+// Events: every action emits one Event on the object acted upon (a child Volcano Job's abort is
+// reported on the child, plus one summary per pass on its HyperJob), so no object receives more
+// than a handful of Events over its life and client-go's per-object spam filter (a burst of 25,
+// then one per 5 minutes) never drops one.
+//
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=bus.volcano.sh,resources=commands,verbs=create
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+type Reconciler struct {
+	client    client.Client
+	recorder  record.EventRecorder
+	now       func() time.Time
+	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
+	nativeTTL *seenUIDs
+}
+
+// NewReconciler builds a Reconciler from the manager.
+func NewReconciler(mgr ctrl.Manager) *Reconciler {
+	registerMetrics()
+	return &Reconciler{
+		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		recorder:  mgr.GetEventRecorderFor(eventSource),
+		now:       time.Now,
+		nativeTTL: newSeenUIDs(),
+	}
+}
+
+// SetupWithManager registers three controllers: HyperJobs (deadline, children's abort, TTL), JobSets
+// (deadline; native TTL counted) and Volcano Jobs (deadline; native TTL counted).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1alpha1.Job{}, childIndex, func(o client.Object) []string {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
+			return nil
+		}
+		return []string{string(ref.UID)}
+	}); err != nil {
+		return fmt.Errorf("indexing Volcano Jobs by controlling HyperJob: %w", err)
+	}
+	opts := controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-hyperjob").
+		For(&trainingv1alpha1.HyperJob{}, builder.WithPredicates(hasLifecycle)).
+		// A child's changes matter only once its HyperJob failed for its deadline (abort until aborted).
+		Owns(&batchv1alpha1.Job{}).
+		WithOptions(opts).
+		Complete(reconcileFunc(r.reconcileHyperJob)); err != nil {
+		return fmt.Errorf("setting up the HyperJob lifecycle controller: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-jobset").
+		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(hasLifecycle)).
+		Watches(&jobsetv1alpha2.JobSet{}, r.nativeTTLDeletions(KindJobSet)).
+		WithOptions(opts).
+		Complete(reconcileFunc(r.reconcileJobSet)); err != nil {
+		return fmt.Errorf("setting up the JobSet lifecycle controller: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-vcjob").
+		For(&batchv1alpha1.Job{}, builder.WithPredicates(hasLifecycle)).
+		Watches(&batchv1alpha1.Job{}, r.nativeTTLDeletions(KindVCJob)).
+		WithOptions(opts).
+		Complete(reconcileFunc(r.reconcileVCJob)); err != nil {
+		return fmt.Errorf("setting up the Volcano Job lifecycle controller: %w", err)
+	}
+	return nil
+}
+
+type reconcileFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
+
+func (f reconcileFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return f(ctx, req)
+}
+
+// hasLifecycle passes objects this package may act on: those carrying a lifecycle annotation or a
+// record of an earlier action (a Volcano Job aborted as a HyperJob's child carries only the latter).
+var hasLifecycle = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	a := o.GetAnnotations()
+	for _, k := range []string{activeDeadlineKey, ttlKey, DeadlineExceededAtAnnotation, TerminationReasonAnnotation} {
+		if _, ok := a[k]; ok {
+			return true
+		}
+	}
+	return false
+})
+
+// result folds due times into one RequeueAfter: the earliest future due time.
+type result struct{ after time.Duration }
+
+func (r *result) at(now, due time.Time) {
+	d := due.Sub(now)
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if r.after == 0 || d < r.after {
+		r.after = d
+	}
+}
+
+func (r *result) wait(d time.Duration) {
+	if r.after == 0 || d < r.after {
+		r.after = d
+	}
+}
+
+func (r result) ctrl() ctrl.Result { return ctrl.Result{RequeueAfter: r.after} }
+
+// nativeTTLDeletions counts, in the metrics, the deletion of a finished object whose native
+// spec.ttlSecondsAfterFinished has expired: its own controller (JobSet's, Volcano's garbage
+// collector) deleted it. It only observes; it enqueues nothing.
+func (r *Reconciler) nativeTTLDeletions(kind string) handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			if e.ObjectNew.GetDeletionTimestamp() != nil {
+				r.countNativeTTL(kind, e.ObjectNew, e.ObjectNew.GetDeletionTimestamp().Time)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+			at := r.now()
+			if ts := e.Object.GetDeletionTimestamp(); ts != nil {
+				at = ts.Time
+			}
+			r.countNativeTTL(kind, e.Object, at)
+			r.nativeTTL.forget(e.Object.GetUID())
+		},
+	}
+}
+
+func (r *Reconciler) countNativeTTL(kind string, obj client.Object, at time.Time) {
+	var ttl *int32
+	var finishedAt *time.Time
+	switch o := obj.(type) {
+	case *jobsetv1alpha2.JobSet:
+		ttl, finishedAt = o.Spec.TTLSecondsAfterFinished, JobSetFinishedAt(o)
+	case *batchv1alpha1.Job:
+		ttl = o.Spec.TTLSecondsAfterFinished
+		finishedAt, _ = VCJobFinished(o)
+	default:
+		return
+	}
+	if ttl == nil || finishedAt == nil {
+		return
+	}
+	due := finishedAt.Add(time.Duration(*ttl) * time.Second)
+	// A deletion well before the TTL expired was someone else's (a user's kubectl delete).
+	if at.Before(due.Add(-time.Second)) {
+		return
+	}
+	if !r.nativeTTL.add(obj.GetUID()) {
+		return
+	}
+	observe(kind, ActionNativeTTLDelete, at, due)
+}
