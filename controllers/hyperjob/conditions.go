@@ -7,15 +7,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 // HyperJob status condition types.
 const (
-	// ConditionCompleted is True once minAvailable children (all by default) have completed. Terminal.
-	ConditionCompleted = "Completed"
-	// ConditionFailed is True once every child has finished and fewer than minAvailable completed.
-	// Terminal.
-	ConditionFailed = "Failed"
+	// ConditionCompleted and ConditionFailed are the terminal conditions (internal/hyperjobstatus).
+	ConditionCompleted = hyperjobstatus.ConditionCompleted
+	ConditionFailed    = hyperjobstatus.ConditionFailed
 	// ConditionSplitPolicyInvalid is True while a replicatedJob's splitPolicy cannot be applied
 	// (including mode auto, which hyperbatch does not support); no children are created or changed.
 	ConditionSplitPolicyInvalid = "SplitPolicyInvalid"
@@ -56,12 +56,6 @@ func finished(p batchv1alpha1.JobPhase) bool {
 	return false
 }
 
-// IsFinished reports whether the HyperJob has a terminal condition (Completed or Failed True).
-func IsFinished(st *trainingv1alpha1.HyperJobStatus) bool {
-	return apimeta.IsStatusConditionTrue(st.Conditions, ConditionCompleted) ||
-		apimeta.IsStatusConditionTrue(st.Conditions, ConditionFailed)
-}
-
 // recordedStates flattens the JobStates the status already holds (child name → state). The status is
 // the controller's memory of children that finished and were then deleted (e.g. by a Volcano TTL):
 // such a child is never recreated.
@@ -82,7 +76,7 @@ func recordedStates(st *trainingv1alpha1.HyperJobStatus) map[string]batchv1alpha
 func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*batchv1alpha1.Job) (trainingv1alpha1.HyperJobStatus, *metav1.Condition) {
 	st := *hj.Status.DeepCopy()
 	st.ObservedGeneration = hj.Generation
-	if IsFinished(&hj.Status) || plan == nil {
+	if hyperjobstatus.IsFinished(&hj.Status) || plan == nil {
 		return st, nil
 	}
 	var newly *metav1.Condition

@@ -25,6 +25,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 const (
@@ -160,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// next pass. Status waits too, so it is never written from a view missing our own children.
 		return ctrl.Result{RequeueAfter: res.waitFor}, nil
 	}
-	if res.plan == nil && !IsFinished(&hj.Status) {
+	if res.plan == nil && !hyperjobstatus.IsFinished(&hj.Status) {
 		return ctrl.Result{}, syncErr // nothing planned: no status to derive
 	}
 	statusErr := r.syncHyperJobStatus(ctx, &hj, res)

@@ -22,6 +22,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 // maxBatch caps how many writes of one kind run at once (see slowStart).
@@ -59,7 +60,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		return res, err
 	}
 	res.jobs = jobs
-	if IsFinished(&hj.Status) {
+	if hyperjobstatus.IsFinished(&hj.Status) {
 		return res, nil
 	}
 	ref := hyperJobRef{key: client.ObjectKeyFromObject(hj), uid: hj.UID}

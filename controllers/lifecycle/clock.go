@@ -12,7 +12,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 // seconds reads a lifecycle annotation as a number of seconds. ok is false when the annotation is
@@ -52,7 +52,7 @@ func TTLAfterFinished(obj metav1.Object) (time.Duration, bool, error) {
 // HyperJobStart is when a HyperJob's deadline clock started: its creation. HyperJobs have no
 // suspend, so the clock never resets. nil when the HyperJob is finished.
 func HyperJobStart(hj *trainingv1alpha1.HyperJob) *time.Time {
-	if hyperjob.IsFinished(&hj.Status) {
+	if hyperjobstatus.IsFinished(&hj.Status) {
 		return nil
 	}
 	t := hj.CreationTimestamp.Time
@@ -62,7 +62,7 @@ func HyperJobStart(hj *trainingv1alpha1.HyperJob) *time.Time {
 // HyperJobFinishedAt is the lastTransitionTime of a HyperJob's terminal condition (Completed or
 // Failed True); nil while it runs.
 func HyperJobFinishedAt(hj *trainingv1alpha1.HyperJob) *time.Time {
-	return trueConditionTime(hj.Status.Conditions, hyperjob.ConditionCompleted, hyperjob.ConditionFailed)
+	return trueConditionTime(hj.Status.Conditions, hyperjobstatus.ConditionCompleted, hyperjobstatus.ConditionFailed)
 }
 
 func trueConditionTime(conds []metav1.Condition, types ...string) *time.Time {

@@ -12,7 +12,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
@@ -45,7 +45,7 @@ func TestHyperJobClock(t *testing.T) {
 	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at(0))}}
 	assert.Equal(t, at(0), *HyperJobStart(hj))
 	assert.Nil(t, HyperJobFinishedAt(hj))
-	hj.Status.Conditions = []metav1.Condition{{Type: hyperjob.ConditionCompleted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(50))}}
+	hj.Status.Conditions = []metav1.Condition{{Type: hyperjobstatus.ConditionCompleted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(50))}}
 	assert.Nil(t, HyperJobStart(hj))
 	assert.Equal(t, at(50), *HyperJobFinishedAt(hj))
 }

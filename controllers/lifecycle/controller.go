@@ -63,13 +63,6 @@ const (
 	ReasonAbortedChildren = "AbortedChildJobs"
 )
 
-// Reconciler enforces deadlines and TTLs; see the package doc and docs/lifecycle.md.
-//
-// Events: every action emits one Event on the object acted upon (a child Volcano Job's abort is
-// reported on the child, plus one summary per pass on its HyperJob), so no object receives more
-// than a handful of Events over its life and client-go's per-object spam filter (a burst of 25,
-// then one per 5 minutes) never drops one.
-//
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;patch
@@ -78,10 +71,17 @@ const (
 // +kubebuilder:rbac:groups=bus.volcano.sh,resources=commands,verbs=create
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler enforces deadlines and TTLs; see the package doc and docs/lifecycle.md.
+//
+// Events: every action emits one Event on the object acted upon (a child Volcano Job's abort is
+// reported on the child, plus one summary per pass on its HyperJob), so no object receives more
+// than a handful of Events over its life and client-go's per-object spam filter (a burst of 25,
+// then one per 5 minutes) never drops one.
 type Reconciler struct {
-	client    client.Client
-	recorder  record.EventRecorder
-	now       func() time.Time
+	client   client.Client
+	recorder record.EventRecorder
+	now      func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
 	nativeTTL *seenUIDs
 }

@@ -16,7 +16,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
 )
 
 // reconcileHyperJob enforces a HyperJob's deadline (Failed/DeadlineExceeded, then every child
@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileHyperJob(ctx context.Context, req ctrl.Request) (c
 }
 
 func failedForDeadline(hj *trainingv1alpha1.HyperJob) bool {
-	c := apimeta.FindStatusCondition(hj.Status.Conditions, hyperjob.ConditionFailed)
+	c := apimeta.FindStatusCondition(hj.Status.Conditions, hyperjobstatus.ConditionFailed)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonDeadlineExceeded
 }
 
@@ -98,7 +98,7 @@ func (r *Reconciler) failHyperJob(ctx context.Context, hj *trainingv1alpha1.Hype
 	msg := fmt.Sprintf("the HyperJob ran longer than its active deadline of %s (%s), counted from its creation at %s",
 		deadline, activeDeadlineKey, hj.CreationTimestamp.UTC().Format(time.RFC3339))
 	apimeta.SetStatusCondition(&hj.Status.Conditions, metav1.Condition{
-		Type: hyperjob.ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonDeadlineExceeded, Message: msg,
+		Type: hyperjobstatus.ConditionFailed, Status: metav1.ConditionTrue, Reason: ReasonDeadlineExceeded, Message: msg,
 		ObservedGeneration: hj.Generation, LastTransitionTime: metav1.NewTime(now),
 	})
 	if err := r.client.Status().Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -122,7 +122,7 @@ func (r *Reconciler) abortChildren(ctx context.Context, hj *trainingv1alpha1.Hyp
 	if err := r.client.List(ctx, &jobs, client.InNamespace(hj.Namespace), client.MatchingFields{childIndex: string(hj.UID)}); err != nil {
 		return false, fmt.Errorf("listing the child Volcano Jobs of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
 	}
-	c := apimeta.FindStatusCondition(hj.Status.Conditions, hyperjob.ConditionFailed)
+	c := apimeta.FindStatusCondition(hj.Status.Conditions, hyperjobstatus.ConditionFailed)
 	due := c.LastTransitionTime.Time
 	var errs []error
 	aborted := 0

@@ -26,11 +26,12 @@ var rules = []struct {
 	{"api/", nil},
 	{"internal/defaults", []string{"api/v1alpha1"}},
 	{"internal/naming", nil},
+	{"internal/hyperjobstatus", nil},
 	{"internal/jsonpatch", nil},
 	{"internal/scheme", []string{"api/v1alpha1"}},
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
-	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/enqueue", "internal/scheme"}},
+	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme"}},
 	{"certs", nil},
 	{"scheduler-plugin/", []string{"scheduler-plugin/"}},
 }
