@@ -34,7 +34,9 @@ const (
 	// carrying the newer object normally triggers the retry sooner.
 	conflictRequeue = 200 * time.Millisecond
 
-	maxConcurrentReconciles = 4
+	// Actions are API calls, and many fall due in the same second (timestamps have whole-second
+	// precision): enough workers to issue them concurrently.
+	maxConcurrentReconciles = 16
 )
 
 // Annotations this package writes. They are the durable record of a decision: a restarted manager
@@ -79,9 +81,9 @@ const (
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 type Reconciler struct {
-	client    client.Client
-	recorder  record.EventRecorder
-	now       func() time.Time
+	client   client.Client
+	recorder record.EventRecorder
+	now      func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
 	nativeTTL *seenUIDs
 }
