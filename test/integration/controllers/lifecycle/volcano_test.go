@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
@@ -31,6 +31,11 @@ func startVolcanoJobController(t *testing.T) {
 	bin := filepath.Join(framework.AssetsDir(), "vc-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("Volcano's controller-manager is not built (%s): run hack/tools.sh vc-controller-manager", bin)
+	}
+	// Volcano's scheduler creates the default Queue in a real cluster; none runs here.
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	if err := env.Client.Create(context.Background(), q); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating the default Queue: %v", err)
 	}
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kubeconfig")
@@ -66,27 +71,25 @@ func vcJob(ctx context.Context, ns, name string) (*batchv1alpha1.Job, error) {
 // creates a job's pods only once its PodGroup has left Pending.
 func enqueue(t *testing.T, ns string, j *batchv1alpha1.Job) {
 	t.Helper()
-	var pg *schedulingv1beta1.PodGroup
-	waitFor(t, 30*time.Second, "the job's PodGroup", func(ctx context.Context) (bool, error) {
+	waitFor(t, 30*time.Second, "the job's PodGroup, moved to Inqueue", func(ctx context.Context) (bool, error) {
 		var l schedulingv1beta1.PodGroupList
 		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		for i := range l.Items {
-			if metav1.IsControlledBy(&l.Items[i], j) {
-				pg = &l.Items[i]
+			pg := &l.Items[i]
+			if !metav1.IsControlledBy(pg, j) {
+				continue
+			}
+			if pg.Status.Phase == schedulingv1beta1.PodGroupInqueue {
 				return true, nil
 			}
+			pg.Status.Phase = schedulingv1beta1.PodGroupInqueue
+			// Volcano's PodGroup CRD has no status subresource: the status is written with the object.
+			return false, env.Client.Update(ctx, pg) // a conflict: look again
 		}
 		return false, nil
 	})
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := get(context.Background(), pg, ns, pg.Name); err != nil {
-			return err
-		}
-		pg.Status.Phase = schedulingv1beta1.PodGroupInqueue
-		return env.Client.Status().Update(context.Background(), pg)
-	}))
 }
 
 func jobPods(ctx context.Context, ns, job string) (int, error) {
