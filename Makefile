@@ -82,6 +82,8 @@ bench: test-tools crds ## Benchmarks under bench/ (results and ratios land in be
 	$(GO) test -run '^$$' -bench 'SchedulingThroughput' -benchtime=1x -timeout 60m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt
+	$(GO) build -o $(BIN)/manager ./cmd/manager
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/lifecycle/
 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end suite on kind (needs Docker and internet; not run in CI here).

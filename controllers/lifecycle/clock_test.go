@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,4 +105,43 @@ func TestDecidedAt(t *testing.T) {
 	assert.Equal(t, at(60), *decidedAt(j, at(0)), "decided during this run")
 	assert.Nil(t, decidedAt(j, at(61)), "decided in a run that was resumed since")
 	assert.NotEqual(t, commandName(j, at(60)), commandName(j, at(61)))
+}
+
+func TestCountNativeTTL(t *testing.T) {
+	registerMetrics()
+	r := &Reconciler{now: func() time.Time { return at(100) }, nativeTTL: newSeenUIDs()}
+	count := func() float64 {
+		m := actionsTotal.WithLabelValues(KindJobSet, ActionNativeTTLDelete)
+		ch := make(chan prometheus.Metric, 1)
+		m.Collect(ch)
+		var out dto.Metric
+		require.NoError(t, (<-ch).Write(&out))
+		return out.GetCounter().GetValue()
+	}
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{UID: "a"}}
+	js.Spec.TTLSecondsAfterFinished = ptr.To[int32](10)
+	js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(50))}}
+	before := count()
+
+	r.countNativeTTL(KindJobSet, js, at(55))
+	assert.Equal(t, before, count(), "deleted 5 s before its TTL expired: someone else's deletion")
+	r.countNativeTTL(KindJobSet, js, at(60))
+	assert.Equal(t, before+1, count())
+	r.countNativeTTL(KindJobSet, js, at(61))
+	assert.Equal(t, before+1, count(), "counted once per object")
+
+	running := js.DeepCopy()
+	running.UID, running.Status.Conditions = "b", nil
+	r.countNativeTTL(KindJobSet, running, at(90))
+	assert.Equal(t, before+1, count(), "not finished: not a TTL deletion")
+}
+
+func TestResultKeepsEarliestDueTime(t *testing.T) {
+	var r result
+	r.at(at(0), at(30))
+	r.at(at(0), at(10))
+	r.at(at(0), at(20))
+	assert.Equal(t, 10*time.Second, r.ctrl().RequeueAfter)
+	r.at(at(0), at(-5))
+	assert.Equal(t, time.Millisecond, r.ctrl().RequeueAfter, "overdue: at once")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +35,9 @@ const (
 	// carrying the newer object normally triggers the retry sooner.
 	conflictRequeue = 200 * time.Millisecond
 
-	maxConcurrentReconciles = 4
+	// Actions are API calls, and many fall due in the same second (timestamps have whole-second
+	// precision): enough workers to issue them concurrently.
+	maxConcurrentReconciles = 16
 )
 
 // Annotations this package writes. They are the durable record of a decision: a restarted manager
@@ -100,25 +103,24 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 // SetupWithManager registers three controllers: HyperJobs (deadline, children's abort, TTL), JobSets
 // (deadline; native TTL counted) and Volcano Jobs (deadline; native TTL counted).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	ctx := context.Background()
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1alpha1.Job{}, childIndex, func(o client.Object) []string {
-		ref := metav1.GetControllerOf(o)
-		if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
-			return nil
-		}
-		return []string{string(ref.UID)}
-	}); err != nil {
-		return fmt.Errorf("indexing Volcano Jobs by controlling HyperJob: %w", err)
-	}
 	opts := controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName+"-hyperjob").
-		For(&trainingv1alpha1.HyperJob{}, builder.WithPredicates(hasLifecycle)).
-		// A child's changes matter only once its HyperJob failed for its deadline (abort until aborted).
-		Owns(&batchv1alpha1.Job{}).
-		WithOptions(opts).
-		Complete(reconcileFunc(r.reconcileHyperJob)); err != nil {
-		return fmt.Errorf("setting up the HyperJob lifecycle controller: %w", err)
+	// A kind whose CRD the cluster does not serve is left out (with a log line) rather than failing
+	// the whole manager: a cluster without JobSet still gets deadlines for Volcano Jobs and HyperJobs.
+	serves := func(gvk schema.GroupVersionKind) bool {
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			ctrl.Log.WithName(ControllerName).Info("kind not served; its lifecycle is not enforced", "kind", gvk.String(), "reason", err.Error())
+			return false
+		}
+		return true
+	}
+	// HyperJobs need Volcano Jobs (their children).
+	if serves(batchv1alpha1.SchemeGroupVersion.WithKind("Job")) {
+		if err := r.setupVolcano(mgr, opts, serves); err != nil {
+			return err
+		}
+	}
+	if !serves(jobsetv1alpha2.GroupVersion.WithKind("JobSet")) {
+		return nil
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-jobset").
@@ -128,6 +130,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(reconcileFunc(r.reconcileJobSet)); err != nil {
 		return fmt.Errorf("setting up the JobSet lifecycle controller: %w", err)
 	}
+	return nil
+}
+
+// setupVolcano registers the Volcano Job controller and, when HyperJobs are served, the HyperJob one.
+func (r *Reconciler) setupVolcano(mgr ctrl.Manager, opts controller.Options, serves func(schema.GroupVersionKind) bool) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-vcjob").
 		For(&batchv1alpha1.Job{}, builder.WithPredicates(hasLifecycle)).
@@ -135,6 +142,27 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(opts).
 		Complete(reconcileFunc(r.reconcileVCJob)); err != nil {
 		return fmt.Errorf("setting up the Volcano Job lifecycle controller: %w", err)
+	}
+	if !serves(trainingv1alpha1.SchemeGroupVersion.WithKind("HyperJob")) {
+		return nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1alpha1.Job{}, childIndex, func(o client.Object) []string {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
+			return nil
+		}
+		return []string{string(ref.UID)}
+	}); err != nil {
+		return fmt.Errorf("indexing Volcano Jobs by controlling HyperJob: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-hyperjob").
+		For(&trainingv1alpha1.HyperJob{}, builder.WithPredicates(hasLifecycle)).
+		// A child's changes matter only once its HyperJob failed for its deadline (abort until aborted).
+		Owns(&batchv1alpha1.Job{}).
+		WithOptions(opts).
+		Complete(reconcileFunc(r.reconcileHyperJob)); err != nil {
+		return fmt.Errorf("setting up the HyperJob lifecycle controller: %w", err)
 	}
 	return nil
 }

@@ -95,7 +95,8 @@ func (r *Reconciler) afterJobSetDeadline(ctx context.Context, js *jobsetv1alpha2
 		}
 	}
 	var pgs schedulingv1beta1.PodGroupList
-	if err := r.client.List(ctx, &pgs, client.InNamespace(js.Namespace)); err != nil {
+	if err := r.client.List(ctx, &pgs, client.InNamespace(js.Namespace)); err != nil && !apimeta.IsNoMatchError(err) {
+		// (No match: Volcano is not installed, so there are no PodGroups.)
 		errs = append(errs, fmt.Errorf("listing PodGroups of JobSet %s/%s: %w", js.Namespace, js.Name, err))
 	}
 	for i := range pgs.Items {

@@ -69,7 +69,7 @@ func newHyperJob(ns, name string, children int32, deadline, ttl int) *trainingv1
 func newVCJob(ns, name string, deadline int) *batchv1alpha1.Job {
 	return &batchv1alpha1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: lifecycleAnnotations(deadline, -1)},
-		Spec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{
+		Spec: batchv1alpha1.JobSpec{MinAvailable: 1, Queue: "default", Tasks: []batchv1alpha1.TaskSpec{
 			{Name: "worker", Replicas: 1, Template: podTemplate()}}},
 	}
 }
