@@ -34,6 +34,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
@@ -153,6 +154,9 @@ func testConfig() *rest.Config {
 type managerOptions struct {
 	hyperJob bool // the HyperJob controller
 	jobSet   bool // the real JobSet reconciler (sigs.k8s.io/jobset v0.10.1)
+	// podGroupStatus: hyperbatch's PodGroup lifecycle controller, which enqueues the PodGroups of
+	// hyperbatch-scheduler's Volcano Jobs (Volcano's job controller creates pods only after that).
+	podGroupStatus bool
 }
 
 // startManager runs a manager whose cache sees only namespace. The returned stop is idempotent and
@@ -176,6 +180,15 @@ func startManager(t testing.TB, namespace string, mo managerOptions) func() {
 	if mo.hyperJob {
 		if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
 			t.Fatalf("setting up the HyperJob controller: %v", err)
+		}
+	}
+	if mo.podGroupStatus {
+		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
+		if err == nil {
+			err = r.SetupWithManager(mgr)
+		}
+		if err != nil {
+			t.Fatalf("setting up the PodGroup status controller: %v", err)
 		}
 	}
 	if mo.jobSet {

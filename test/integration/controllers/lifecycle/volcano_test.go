@@ -20,17 +20,18 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 // startVolcanoJobController runs Volcano's controller-manager (volcano.sh/volcano v1.14.0-alpha.0,
 // built by the neighbours' hack/tools into bin/vc-controller-manager) with its job and PodGroup
-// controllers against the envtest apiserver. The test is skipped when the binary is not built.
+// controllers against the envtest apiserver. The test fails when the binary is not built (make test-tools builds it).
 func startVolcanoJobController(t *testing.T) {
 	t.Helper()
 	bin := filepath.Join(framework.AssetsDir(), "vc-controller-manager")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("Volcano's controller-manager is not built (%s): run hack/tools.sh vc-controller-manager", bin)
+		t.Fatalf("Volcano's controller-manager is not built (%s): run 'make test-tools' (hack/tools.sh vc-controller-manager)", bin)
 	}
 	// Volcano's scheduler creates the default Queue in a real cluster; none runs here.
 	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
@@ -67,26 +68,20 @@ func vcJob(ctx context.Context, ns, name string) (*batchv1alpha1.Job, error) {
 	return &j, get(ctx, &j, ns, name)
 }
 
-// enqueue plays the scheduler's enqueue step (no scheduler runs here): Volcano's job controller
-// creates a job's pods only once its PodGroup has left Pending.
-func enqueue(t *testing.T, ns string, j *batchv1alpha1.Job) {
+// waitInqueue waits until hyperbatch's PodGroup status controller (started by the test's manager)
+// has moved the job's PodGroup out of Pending: Volcano's job controller creates a job's pods only then.
+func waitInqueue(t *testing.T, ns string, j *batchv1alpha1.Job) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the job's PodGroup, moved to Inqueue", func(ctx context.Context) (bool, error) {
+	waitFor(t, 30*time.Second, "the job's PodGroup enqueued by the PodGroup status controller", func(ctx context.Context) (bool, error) {
 		var l schedulingv1beta1.PodGroupList
 		if err := env.Client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		for i := range l.Items {
-			pg := &l.Items[i]
-			if !metav1.IsControlledBy(pg, j) {
-				continue
+			if metav1.IsControlledBy(&l.Items[i], j) {
+				ph := l.Items[i].Status.Phase
+				return ph != "" && ph != schedulingv1beta1.PodGroupPending, nil
 			}
-			if pg.Status.Phase == schedulingv1beta1.PodGroupInqueue {
-				return true, nil
-			}
-			pg.Status.Phase = schedulingv1beta1.PodGroupInqueue
-			// Volcano's PodGroup CRD has no status subresource: the status is written with the object.
-			return false, env.Client.Update(ctx, pg) // a conflict: look again
 		}
 		return false, nil
 	})
@@ -117,11 +112,12 @@ func ownPodGroups(ctx context.Context, ns string, j *batchv1alpha1.Job) (int, er
 func TestVolcanoJobDeadlineWithVolcano(t *testing.T) {
 	startVolcanoJobController(t)
 	ns := newNamespace(t, "vcjob-volcano")
-	startManager(t, ns, managerOptions{})
+	startManager(t, ns, managerOptions{podGroupStatus: true})
 	job := newVCJob(ns, "train", 6)
 	job.Spec.Tasks[0].Replicas, job.Spec.MinAvailable = 2, 2
+	job.Spec.SchedulerName = podgroupstatus.DefaultSchedulerName
 	create(t, job)
-	enqueue(t, ns, job)
+	waitInqueue(t, ns, job)
 	waitFor(t, 30*time.Second, "Volcano creates the 2 pods", func(ctx context.Context) (bool, error) {
 		n, err := jobPods(ctx, ns, "train")
 		return n == 2, err
