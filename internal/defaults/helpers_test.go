@@ -9,9 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
-	"k8s.io/utils/ptr"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // policy builds a WorkloadPolicy; mutate edits its spec.
@@ -23,25 +23,8 @@ func policy(name string, weight int32, mutate func(*hbv1.WorkloadPolicySpec)) hb
 	return p
 }
 
-// teamA is a policy with every default set, governing namespaces labelled team=a.
-func teamA() hbv1.WorkloadPolicy {
-	return policy("team-a", 10, func(s *hbv1.WorkloadPolicySpec) {
-		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-		s.Defaults = hbv1.PolicyDefaults{
-			Queue:                   "team-a",
-			PriorityClassName:       "batch-normal",
-			SchedulerName:           "hyperbatch-scheduler",
-			NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: ptr.To[int32](2)},
-			TTLSecondsAfterFinished: ptr.To[int32](86400),
-			ActiveDeadlineSeconds:   ptr.To[int64](604800),
-			Propagation: &hbv1.Propagation{
-				ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
-				MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true),
-			},
-		}
-		s.AllowedQueues = []string{"team-a", "shared"}
-	})
-}
+// teamA is the shared policy with every default set, governing namespaces labelled team=a.
+func teamA() hbv1.WorkloadPolicy { return *builders.TeamA().Obj() }
 
 func mustPolicies(t testing.TB, list ...hbv1.WorkloadPolicy) *Policies {
 	t.Helper()
