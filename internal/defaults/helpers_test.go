@@ -75,6 +75,19 @@ func checkObject(t *testing.T, got, want any) {
 	}
 }
 
+// applyOnce applies the engine to a copy of before, checks that applying it again changes nothing
+// and that Result.Changed agrees with the object, and returns the defaulted copy and its Result.
+func applyOnce[T any](t *testing.T, before T, deepCopy func(T) T, apply func(T) Result) (T, Result) {
+	t.Helper()
+	once := deepCopy(before)
+	res := apply(once)
+	checkIdempotent(t, once, deepCopy, apply)
+	if res.Changed() == reflect.DeepEqual(before, once) {
+		t.Fatalf("Result.Changed()=%v disagrees with the object", res.Changed())
+	}
+	return once, res
+}
+
 // checkIdempotent applies again to an already defaulted object and expects nothing to change.
 func checkIdempotent[T any](t *testing.T, once T, deepCopy func(T) T, apply func(T) Result) {
 	t.Helper()

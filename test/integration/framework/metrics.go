@@ -1,8 +1,13 @@
 package framework
 
 import (
+	"context"
 	"fmt"
+	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -29,4 +34,20 @@ func ReconcileTotal(controller string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// Eventually polls cond every 100ms until it reports true with no error, and fails the test after
+// timeout naming what it waited for and the condition's last error (an error does not stop the
+// polling: an object may not exist yet).
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	require.NoError(t, err, "timed out after %s waiting for %s (last error: %v)", timeout, what, last)
 }

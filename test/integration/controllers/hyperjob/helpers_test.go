@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +23,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -48,16 +48,7 @@ func create(t *testing.T, obj client.Object) {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		// A condition's error is remembered for the failure message and polling goes on.
-		ok, err := cond(ctx)
-		last = err
-		return ok && err == nil, nil
-	})
-	require.NoError(t, err, "timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	framework.Eventually(t, timeout, what, cond)
 }
 
 // children lists the Volcano Jobs and PropagationPolicies labelled as children of the HyperJob.

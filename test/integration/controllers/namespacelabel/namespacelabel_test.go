@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -37,11 +36,7 @@ func labelOf(ctx context.Context, name string) (string, bool, error) {
 
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("timed out waiting for %s: %v", what, err)
-	}
+	framework.Eventually(t, 20*time.Second, what, cond)
 }
 
 // Governed namespaces are opted in to the Pod webhook, excluded ones never are, the label goes when
