@@ -4,51 +4,36 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // teamA governs namespaces labelled team=a with every default set.
-func teamA() *hbv1.WorkloadPolicy {
-	return &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: hbv1.WorkloadPolicySpec{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
-		Weight:            10,
-		Defaults: hbv1.PolicyDefaults{
-			Queue: "team-a", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler",
-			NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: ptr.To[int32](2)},
-			TTLSecondsAfterFinished: ptr.To[int32](86400), ActiveDeadlineSeconds: ptr.To[int64](604800),
-			Propagation: &hbv1.Propagation{ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
-				MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true)},
-		},
-		AllowedQueues: []string{"team-a", "shared"},
-	}}
-}
+func teamA() *hbv1.WorkloadPolicy { return builders.TeamA().Obj() }
 
 func namespace(name string, labels, annotations map[string]string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+	return builders.Namespace(name, labels, annotations)
 }
 
-func batchNormal() *schedulingv1.PriorityClass {
-	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000,
-		PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority)}
-}
+func batchNormal() *schedulingv1.PriorityClass { return builders.PriorityClass("batch-normal", 1000) }
 
 // testDeps serves the handlers from a fake client standing in for the manager's cache.
 func testDeps(t testing.TB, objs ...client.Object) *deps {
@@ -82,9 +67,7 @@ func rawOf(t testing.TB, kind Kind, obj client.Object) []byte {
 	obj = obj.DeepCopyObject().(client.Object)
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	raw, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return raw
 }
 
@@ -97,21 +80,13 @@ func admit(t *testing.T, h admission.Handler, req admission.Request, out client.
 		return resp
 	}
 	doc, err := decodeJSONObject(req.Object.Raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, op := range patchOps(t, resp) {
-		if err := applyOp(doc, op.Operation, op.Path, op.Value); err != nil {
-			t.Fatalf("patch %s %s does not apply to the request's object: %v", op.Operation, op.Path, err)
-		}
+		require.NoError(t, applyOp(doc, op.Operation, op.Path, op.Value), "patch %s %s does not apply to the request's object", op.Operation, op.Path)
 	}
 	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, out))
 	return resp
 }
 
@@ -175,20 +150,15 @@ func wantWarning(t *testing.T, resp admission.Response, substrings ...string) {
 	t.Helper()
 	all := strings.Join(resp.Warnings, "\n")
 	for _, s := range substrings {
-		if !strings.Contains(all, s) {
-			t.Errorf("warnings %q do not contain %q", resp.Warnings, s)
-		}
+		assert.Contains(t, all, s, "warnings")
 	}
 }
 
 func wantDenied(t *testing.T, resp admission.Response, code int32, substrings ...string) {
 	t.Helper()
-	if resp.Allowed {
-		t.Fatalf("allowed, want denied with %v", substrings)
-	}
-	if resp.Result == nil || resp.Result.Code != code {
-		t.Fatalf("result %+v, want code %d", resp.Result, code)
-	}
+	require.False(t, resp.Allowed, "allowed, want denied with %v", substrings)
+	require.NotNil(t, resp.Result)
+	require.Equal(t, code, resp.Result.Code, "result %+v", resp.Result)
 	for _, s := range substrings {
 		if !strings.Contains(resp.Result.Message, s) {
 			t.Errorf("message %q does not contain %q", resp.Result.Message, s)
@@ -212,17 +182,10 @@ func patchOps(t testing.TB, resp admission.Response) []jsonpatch.JsonPatchOperat
 	return ops
 }
 
-// decodeJSONObject decodes a JSON object with encoding/json (numbers kept as json.Number), the
-// reference the webhook's own parser (internal/jsonpatch) is fuzzed against.
+// decodeJSONObject decodes a JSON object with encoding/json (numbers kept as json.Number).
 func decodeJSONObject(raw []byte) (map[string]any, error) {
+	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	if m == nil {
-		return nil, errors.New("not a JSON object")
-	}
-	return m, nil
+	return m, dec.Decode(&m)
 }

@@ -19,9 +19,8 @@ import (
 // running HyperJob), so it needs an allowed queue of its own.
 func (d *deps) hyperJobMutator() admission.Handler {
 	return &mutator[*trainingv1alpha1.HyperJob]{
-		deps: d, kind: KindHyperJob, gvk: kindSpecs[KindHyperJob].gvk,
-		newObj: func() *trainingv1alpha1.HyperJob { return &trainingv1alpha1.HyperJob{} },
-		apply:  defaults.HyperJob,
+		handlerBase: base[trainingv1alpha1.HyperJob](d, KindHyperJob),
+		apply:       defaults.HyperJob,
 	}
 }
 
@@ -31,8 +30,7 @@ func (d *deps) hyperJobMutator() admission.Handler {
 // shape of replicatedJobs that did not change is not judged again.
 func (d *deps) hyperJobValidator() admission.Handler {
 	return &validator[*trainingv1alpha1.HyperJob]{
-		deps: d, kind: KindHyperJob, gvk: kindSpecs[KindHyperJob].gvk,
-		newObj: func() *trainingv1alpha1.HyperJob { return &trainingv1alpha1.HyperJob{} },
+		handlerBase: base[trainingv1alpha1.HyperJob](d, KindHyperJob),
 		check: func(_ context.Context, c *checker, hj, old *trainingv1alpha1.HyperJob, update bool) error {
 			oldByName := map[string]*trainingv1alpha1.ReplicatedJob{}
 			for i := range old.Spec.ReplicatedJobs {

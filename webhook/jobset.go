@@ -18,9 +18,8 @@ import (
 // is what keeps a re-applied manifest valid after a policy changed.
 func (d *deps) jobSetMutator() admission.Handler {
 	return &mutator[*jobsetv1alpha2.JobSet]{
-		deps: d, kind: KindJobSet, gvk: kindSpecs[KindJobSet].gvk,
-		newObj: func() *jobsetv1alpha2.JobSet { return &jobsetv1alpha2.JobSet{} },
-		apply:  defaults.JobSet,
+		handlerBase: base[jobsetv1alpha2.JobSet](d, KindJobSet),
+		apply:       defaults.JobSet,
 	}
 }
 
@@ -29,8 +28,7 @@ func (d *deps) jobSetMutator() admission.Handler {
 // allowedQueues; spec.ttlSecondsAfterFinished >= 0 and immutable once set; the lifecycle annotations.
 func (d *deps) jobSetValidator() admission.Handler {
 	return &validator[*jobsetv1alpha2.JobSet]{
-		deps: d, kind: KindJobSet, gvk: kindSpecs[KindJobSet].gvk,
-		newObj: func() *jobsetv1alpha2.JobSet { return &jobsetv1alpha2.JobSet{} },
+		handlerBase: base[jobsetv1alpha2.JobSet](d, KindJobSet),
 		check: func(_ context.Context, c *checker, js, old *jobsetv1alpha2.JobSet, update bool) error {
 			qKey := defaults.QueueNameAnnotation
 			c.queue(field.NewPath("metadata", "annotations").Key(qKey), js.Annotations[qKey], update, old.Annotations[qKey], true)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // Results of one admission request, the "result" label.
@@ -43,4 +44,12 @@ func init() {
 func observe(webhook string, kind Kind, operation, result string, start time.Time) {
 	admissionRequests.WithLabelValues(webhook, string(kind), operation, result).Inc()
 	admissionDuration.WithLabelValues(webhook, string(kind), operation).Observe(time.Since(start).Seconds())
+}
+
+// timed runs one request's handler and counts and times it under its result.
+func timed(webhook string, kind Kind, req admission.Request, handle func() (admission.Response, string)) admission.Response {
+	start := time.Now()
+	resp, result := handle()
+	observe(webhook, kind, string(req.Operation), result, start)
+	return resp
 }

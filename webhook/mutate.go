@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -27,10 +26,7 @@ type finishFunc[T client.Object] func(ctx context.Context, obj T, ns defaults.Na
 // fill it from the namespace and the governing WorkloadPolicy, and answers with a JSON patch and a
 // warning that lists what was filled.
 type mutator[T client.Object] struct {
-	*deps
-	kind   Kind
-	gvk    schema.GroupVersionKind
-	newObj func() T
+	handlerBase[T]
 	apply  func(T, defaults.Namespace, *defaults.Policies) defaults.Result
 	finish finishFunc[T]
 	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
@@ -53,12 +49,25 @@ func ownTopLevel[O any, T interface {
 	return cp
 }
 
+// handlerBase is what the mutating and validating handlers of one kind share.
+type handlerBase[T client.Object] struct {
+	*deps
+	kind   Kind
+	gvk    schema.GroupVersionKind
+	newObj func() T
+}
+
+// base is the handlerBase of kind, whose objects are O.
+func base[O any, T interface {
+	*O
+	client.Object
+}](d *deps, kind Kind) handlerBase[T] {
+	return handlerBase[T]{deps: d, kind: kind, gvk: kindSpecs[kind].gvk, newObj: func() T { return T(new(O)) }}
+}
+
 // Handle implements admission.Handler.
 func (m *mutator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
-	start := time.Now()
-	resp, result := m.handle(ctx, req)
-	observe("mutating", m.kind, string(req.Operation), result, start)
-	return resp
+	return timed("mutating", m.kind, req, func() (admission.Response, string) { return m.handle(ctx, req) })
 }
 
 func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {

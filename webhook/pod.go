@@ -24,11 +24,10 @@ import (
 // immutable field. The carry-over restores the value the Pod has.
 func (d *deps) podMutator() admission.Handler {
 	return &mutator[*corev1.Pod]{
-		deps: d, kind: KindPod, gvk: kindSpecs[KindPod].gvk,
-		newObj:  func() *corev1.Pod { return &corev1.Pod{} },
-		apply:   defaults.Pod,
-		copyObj: ownTopLevel[corev1.Pod],
-		finish:  d.podPriority,
+		handlerBase: base[corev1.Pod](d, KindPod),
+		apply:       defaults.Pod,
+		copyObj:     ownTopLevel[corev1.Pod],
+		finish:      d.podPriority,
 	}
 }
 
@@ -67,8 +66,7 @@ func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Nam
 // PodGroup. A Pod without a queue annotation is not using a Volcano queue of its own choosing.
 func (d *deps) podValidator() admission.Handler {
 	return &validator[*corev1.Pod]{
-		deps: d, kind: KindPod, gvk: kindSpecs[KindPod].gvk,
-		newObj: func() *corev1.Pod { return &corev1.Pod{} },
+		handlerBase: base[corev1.Pod](d, KindPod),
 		check: func(_ context.Context, c *checker, pod, old *corev1.Pod, update bool) error {
 			q := pod.Annotations[defaults.QueueNameAnnotation]
 			if strings.TrimSpace(q) == "" || strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {

@@ -14,10 +14,9 @@ import (
 // unset), priorityClassName and networkTopology are defaulted on CREATE and carried over on UPDATE.
 func (d *deps) podGroupMutator() admission.Handler {
 	return &mutator[*schedulingv1beta1.PodGroup]{
-		deps: d, kind: KindPodGroup, gvk: kindSpecs[KindPodGroup].gvk,
-		newObj:  func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
-		apply:   defaults.PodGroup,
-		copyObj: ownTopLevel[schedulingv1beta1.PodGroup],
+		handlerBase: base[schedulingv1beta1.PodGroup](d, KindPodGroup),
+		apply:       defaults.PodGroup,
+		copyObj:     ownTopLevel[schedulingv1beta1.PodGroup],
 	}
 }
 
@@ -26,8 +25,7 @@ func (d *deps) podGroupMutator() admission.Handler {
 // Pod, hyperbatch's PodGroup controller for a JobSet), so this is where the queue rule holds for all.
 func (d *deps) podGroupValidator() admission.Handler {
 	return &validator[*schedulingv1beta1.PodGroup]{
-		deps: d, kind: KindPodGroup, gvk: kindSpecs[KindPodGroup].gvk,
-		newObj: func() *schedulingv1beta1.PodGroup { return &schedulingv1beta1.PodGroup{} },
+		handlerBase: base[schedulingv1beta1.PodGroup](d, KindPodGroup),
 		check: func(_ context.Context, c *checker, pg, old *schedulingv1beta1.PodGroup, update bool) error {
 			c.queue(field.NewPath("spec", "queue"), pg.Spec.Queue, update, old.Spec.Queue, true)
 			return nil

@@ -15,8 +15,7 @@ import (
 // the mutating configuration for this kind must be registered there too (see docs/webhooks.md).
 func (d *deps) propagationPolicyMutator() admission.Handler {
 	return &mutator[*policyv1alpha1.PropagationPolicy]{
-		deps: d, kind: KindPropagationPolicy, gvk: kindSpecs[KindPropagationPolicy].gvk,
-		newObj: func() *policyv1alpha1.PropagationPolicy { return &policyv1alpha1.PropagationPolicy{} },
-		apply:  defaults.PropagationPolicy,
+		handlerBase: base[policyv1alpha1.PropagationPolicy](d, KindPropagationPolicy),
+		apply:       defaults.PropagationPolicy,
 	}
 }

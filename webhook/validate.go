@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -39,19 +38,13 @@ type checker struct {
 
 // validator is the validating handler of one kind.
 type validator[T client.Object] struct {
-	*deps
-	kind   Kind
-	gvk    schema.GroupVersionKind
-	newObj func() T
-	check  checkFunc[T]
+	handlerBase[T]
+	check checkFunc[T]
 }
 
 // Handle implements admission.Handler.
 func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
-	start := time.Now()
-	resp, result := v.handle(ctx, req)
-	observe("validating", v.kind, string(req.Operation), result, start)
-	return resp
+	return timed("validating", v.kind, req, func() (admission.Response, string) { return v.handle(ctx, req) })
 }
 
 func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admission.Response, string) {

@@ -15,10 +15,9 @@ import (
 // CREATE and carried over on UPDATE.
 func (d *deps) volcanoJobMutator() admission.Handler {
 	return &mutator[*batchv1alpha1.Job]{
-		deps: d, kind: KindVolcanoJob, gvk: kindSpecs[KindVolcanoJob].gvk,
-		newObj:  func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
-		apply:   defaults.VolcanoJob,
-		copyObj: ownTopLevel[batchv1alpha1.Job],
+		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
+		apply:       defaults.VolcanoJob,
+		copyObj:     ownTopLevel[batchv1alpha1.Job],
 	}
 }
 
@@ -26,8 +25,7 @@ func (d *deps) volcanoJobMutator() admission.Handler {
 // >= 0 and immutable once set; the lifecycle annotations.
 func (d *deps) volcanoJobValidator() admission.Handler {
 	return &validator[*batchv1alpha1.Job]{
-		deps: d, kind: KindVolcanoJob, gvk: kindSpecs[KindVolcanoJob].gvk,
-		newObj: func() *batchv1alpha1.Job { return &batchv1alpha1.Job{} },
+		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
 		check: func(_ context.Context, c *checker, job, old *batchv1alpha1.Job, update bool) error {
 			spec := field.NewPath("spec")
 			c.queue(spec.Child("queue"), job.Spec.Queue, update, old.Spec.Queue, true)

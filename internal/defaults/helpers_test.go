@@ -9,9 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
-	"k8s.io/utils/ptr"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // policy builds a WorkloadPolicy; mutate edits its spec.
@@ -23,25 +23,8 @@ func policy(name string, weight int32, mutate func(*hbv1.WorkloadPolicySpec)) hb
 	return p
 }
 
-// teamA is a policy with every default set, governing namespaces labelled team=a.
-func teamA() hbv1.WorkloadPolicy {
-	return policy("team-a", 10, func(s *hbv1.WorkloadPolicySpec) {
-		s.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
-		s.Defaults = hbv1.PolicyDefaults{
-			Queue:                   "team-a",
-			PriorityClassName:       "batch-normal",
-			SchedulerName:           "hyperbatch-scheduler",
-			NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: ptr.To[int32](2)},
-			TTLSecondsAfterFinished: ptr.To[int32](86400),
-			ActiveDeadlineSeconds:   ptr.To[int64](604800),
-			Propagation: &hbv1.Propagation{
-				ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
-				MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true),
-			},
-		}
-		s.AllowedQueues = []string{"team-a", "shared"}
-	})
-}
+// teamA is the shared policy with every default set, governing namespaces labelled team=a.
+func teamA() hbv1.WorkloadPolicy { return *builders.TeamA().Obj() }
 
 func mustPolicies(t testing.TB, list ...hbv1.WorkloadPolicy) *Policies {
 	t.Helper()
@@ -90,6 +73,19 @@ func checkObject(t *testing.T, got, want any) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("object mismatch (-want +got):\n%s", diff.Diff(want, got))
 	}
+}
+
+// applyOnce applies the engine to a copy of before, checks that applying it again changes nothing
+// and that Result.Changed agrees with the object, and returns the defaulted copy and its Result.
+func applyOnce[T any](t *testing.T, before T, deepCopy func(T) T, apply func(T) Result) (T, Result) {
+	t.Helper()
+	once := deepCopy(before)
+	res := apply(once)
+	checkIdempotent(t, once, deepCopy, apply)
+	if res.Changed() == reflect.DeepEqual(before, once) {
+		t.Fatalf("Result.Changed()=%v disagrees with the object", res.Changed())
+	}
+	return once, res
 }
 
 // checkIdempotent applies again to an already defaulted object and expects nothing to change.

@@ -28,6 +28,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -38,32 +39,17 @@ var (
 
 // Policies every test may rely on. team-a governs namespaces labelled team=a.
 func fixtures() []client.Object {
-	tier := int32(2)
 	return []client.Object{
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-normal"}, Value: 1000},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "batch-high"}, Value: 5000},
-		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: hbv1.WorkloadPolicySpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
-			Weight:            10,
-			Defaults: hbv1.PolicyDefaults{
-				Queue: "team-a", PriorityClassName: "batch-normal", SchedulerName: "hyperbatch-scheduler",
-				NetworkTopology:         &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: &tier},
-				TTLSecondsAfterFinished: ptr.To[int32](86400), ActiveDeadlineSeconds: ptr.To[int64](604800),
-				Propagation: &hbv1.Propagation{ClusterNames: []string{"a", "b"}, ReplicaDivisionPreference: "Aggregated",
-					MaxClusters: ptr.To[int32](1), PropagateDeps: ptr.To(true)},
-			},
-			AllowedQueues: []string{"team-a", "shared"},
-		}},
+		builders.TeamA().Obj(),
+		builders.MakePolicy("missing-class").Selector("team", "nopc").PriorityClass("does-not-exist").Obj(),
 		// Would govern kube-system and hyperbatch's namespace, were they ever sent to the webhook.
 		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "system-trap"}, Spec: hbv1.WorkloadPolicySpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: []string{"kube-system", hbwebhook.DefaultNamespace}}}},
 			Defaults:      hbv1.PolicyDefaults{Queue: "trap", PriorityClassName: "batch-normal", TTLSecondsAfterFinished: ptr.To[int32](1)},
 			AllowedQueues: []string{"trap"},
-		}},
-		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "missing-class"}, Spec: hbv1.WorkloadPolicySpec{
-			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "nopc"}},
-			Defaults:          hbv1.PolicyDefaults{PriorityClassName: "does-not-exist"},
 		}},
 		&hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "short-ttl"}, Spec: hbv1.WorkloadPolicySpec{
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "short"}},

@@ -32,6 +32,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -51,7 +52,7 @@ func vcJob(ns, name string, mutate func(*batchv1alpha1.JobSpec)) *batchv1alpha1.
 }
 
 func hyperJob(ns, name string, rjs ...trainingv1alpha1.ReplicatedJob) *trainingv1alpha1.HyperJob {
-	return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: rjs}}
+	return builders.MakeHyperJob(ns, name).ReplicatedJobs(rjs...).Obj()
 }
 
 func replicatedJob(name string, replicas int32) trainingv1alpha1.ReplicatedJob {

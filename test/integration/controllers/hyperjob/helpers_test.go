@@ -12,10 +12,9 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +23,11 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-const gpu = "nvidia.com/gpu"
+const gpu = string(builders.GPU)
 
 func newNamespace(t *testing.T, name string, labels map[string]string) string {
 	t.Helper()
@@ -36,47 +37,18 @@ func newNamespace(t *testing.T, name string, labels map[string]string) string {
 	return name
 }
 
-// podTemplate is a pod with one container asking for gpus GPUs as a limit (0: none).
-func podTemplate(image string, gpus int64) corev1.PodTemplateSpec {
-	c := corev1.Container{Name: "main", Image: image}
-	if gpus > 0 {
-		c.Resources.Limits = corev1.ResourceList{gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
-	}
-	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
-}
-
 func replicatedJob(name string, replicas int32, clusters ...string) trainingv1alpha1.ReplicatedJob {
-	return trainingv1alpha1.ReplicatedJob{Name: name, Replicas: replicas, ClusterNames: clusters,
-		TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{
-			{Name: "worker", Replicas: 1, Template: podTemplate("busybox:1", 0)}}}}
-}
-
-func newHyperJob(ns, name string, rjs ...trainingv1alpha1.ReplicatedJob) *trainingv1alpha1.HyperJob {
-	return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: rjs}}
+	return builders.MakeReplicatedJob(name, replicas).Clusters(clusters...).Obj()
 }
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := env.Client.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
+	require.NoError(t, env.Client.Create(context.Background(), obj), "creating %T %s", obj, obj.GetName())
 }
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		// A condition's error is remembered for the failure message and polling goes on.
-		ok, err := cond(ctx)
-		last = err
-		return ok && err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-	}
+	framework.Eventually(t, timeout, what, cond)
 }
 
 // children lists the Volcano Jobs and PropagationPolicies labelled as children of the HyperJob.
@@ -286,4 +258,21 @@ func watchDisruption(t *testing.T, ns string, names []string) func() (int, int) 
 	}
 	t.Cleanup(func() { stop() })
 	return stop
+}
+
+// waitForFullReconcile is the positive signal a "nothing else happens" check waits for: it sets the
+// HyperJob's spec.minAvailable to minAvailable (pass the value already in effect, the number of
+// children, so the change alters nothing else) and waits until status.observedGeneration reaches
+// the new generation. The controller writes status last, so by then it has run a whole reconcile
+// (children synced) after everything the test did before this call.
+func waitForFullReconcile(t *testing.T, ns, name string, minAvailable int32) {
+	t.Helper()
+	updateHyperJob(t, ns, name, func(hj *trainingv1alpha1.HyperJob) { hj.Spec.MinAvailable = &minAvailable })
+	hj, err := getHyperJob(context.Background(), ns, name)
+	require.NoError(t, err)
+	generation := hj.Generation
+	waitFor(t, timeout, fmt.Sprintf("observedGeneration %d of HyperJob %s", generation, name), func(ctx context.Context) (bool, error) {
+		hj, err := getHyperJob(ctx, ns, name)
+		return err == nil && hj.Status.ObservedGeneration >= generation, err
+	})
 }

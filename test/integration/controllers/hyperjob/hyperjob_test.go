@@ -19,6 +19,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 const timeout = 30 * time.Second
@@ -36,7 +37,7 @@ func TestCreateChildren(t *testing.T) {
 	create(t, pol)
 	startManager(t, testConfig(), ns)
 
-	hj := newHyperJob(ns, "train", replicatedJob("a", 2, "c1", "c2"), replicatedJob("b", 1))
+	hj := builders.MakeHyperJob(ns, "train").ReplicatedJobs(replicatedJob("a", 2, "c1", "c2"), replicatedJob("b", 1)).Obj()
 	create(t, hj)
 	jobs, pps := waitForChildren(t, timeout, ns, "train", []string{"train-a-0", "train-a-1", "train-b-0"})
 
@@ -149,7 +150,8 @@ func TestCreateChildren(t *testing.T) {
 	if restored.Spec.Placement.ClusterAffinity.LabelSelector == nil {
 		t.Error("a field the controller does not own was removed")
 	}
-	time.Sleep(2 * time.Second)
+	// A controller that applies in a loop would change the policy again during a whole reconcile.
+	waitForFullReconcile(t, ns, "train", 3)
 	var later policyv1alpha1.PropagationPolicy
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "train-a-0"}, &later); err != nil {
 		t.Fatal(err)
@@ -164,7 +166,7 @@ func TestCreateChildren(t *testing.T) {
 func TestScale(t *testing.T) {
 	ns := newNamespace(t, "hj-scale", nil)
 	startManager(t, testConfig(), ns)
-	create(t, newHyperJob(ns, "s", replicatedJob("a", 2), replicatedJob("b", 1)))
+	create(t, builders.MakeHyperJob(ns, "s").ReplicatedJobs(replicatedJob("a", 2), replicatedJob("b", 1)).Obj())
 	jobs, _ := waitForChildren(t, timeout, ns, "s", append(names("s", "a", 2), "s-b-0"))
 	a0 := jobs["s-a-0"].UID
 
@@ -195,7 +197,7 @@ func TestScale(t *testing.T) {
 func TestTemplateChangeRecreatesChildren(t *testing.T) {
 	ns := newNamespace(t, "hj-template", nil)
 	startManager(t, testConfig(), ns)
-	create(t, newHyperJob(ns, "tpl", replicatedJob("a", 4, "c1")))
+	create(t, builders.MakeHyperJob(ns, "tpl").ReplicatedJobs(replicatedJob("a", 4, "c1")).Obj())
 	want := names("tpl", "a", 4)
 	jobs, pps := waitForChildren(t, timeout, ns, "tpl", want)
 	oldJob, oldPP := map[string]types.UID{}, map[string]types.UID{}
@@ -214,7 +216,7 @@ func TestTemplateChangeRecreatesChildren(t *testing.T) {
 	disruption := watchDisruption(t, ns, want)
 
 	updateHyperJob(t, ns, "tpl", func(hj *trainingv1alpha1.HyperJob) {
-		hj.Spec.ReplicatedJobs[0].TemplateSpec.Tasks[0].Template = podTemplate("busybox:2", 0)
+		hj.Spec.ReplicatedJobs[0].TemplateSpec.Tasks[0].Template = builders.PodTemplate("busybox:2", 0)
 		hj.Spec.ReplicatedJobs[0].ClusterNames = []string{"c2"}
 	})
 	hj, _ := getHyperJob(context.Background(), ns, "tpl")
@@ -274,7 +276,7 @@ func TestStatusAndTerminalGuard(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "hj-status", nil)
 	startManager(t, testConfig(), ns)
-	create(t, newHyperJob(ns, "st", replicatedJob("a", 2), replicatedJob("b", 1)))
+	create(t, builders.MakeHyperJob(ns, "st").ReplicatedJobs(replicatedJob("a", 2), replicatedJob("b", 1)).Obj())
 	waitForChildren(t, timeout, ns, "st", []string{"st-a-0", "st-a-1", "st-b-0"})
 
 	setJobStatus(t, ns, "st-a-0", batchv1alpha1.Running, func(s *batchv1alpha1.JobStatus) { s.Running, s.Pending = 3, 1 })
@@ -316,7 +318,7 @@ func TestStatusAndTerminalGuard(t *testing.T) {
 		hj, err := getHyperJob(ctx, ns, "st")
 		return err == nil && hj.Status.ObservedGeneration == hj.Generation, err
 	})
-	time.Sleep(3 * time.Second) // give a wrong controller time to act
+	// observedGeneration is written after the children are synced: a wrong controller has acted by now.
 	jobs, _, err := children(ctx, ns, "st")
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +340,7 @@ func TestFailedWithMinAvailable(t *testing.T) {
 	ns := newNamespace(t, "hj-failed", nil)
 	startManager(t, testConfig(), ns)
 	for _, name := range []string{"ok", "bad"} {
-		hj := newHyperJob(ns, name, replicatedJob("a", 3))
+		hj := builders.MakeHyperJob(ns, name).ReplicatedJobs(replicatedJob("a", 3)).Obj()
 		hj.Spec.MinAvailable = ptr.To[int32](2)
 		create(t, hj)
 		waitForChildren(t, timeout, ns, name, names(name, "a", 3))
@@ -353,7 +355,16 @@ func TestFailedWithMinAvailable(t *testing.T) {
 		hj, err := getHyperJob(ctx, ns, "ok")
 		return err == nil && apimeta.IsStatusConditionTrue(hj.Status.Conditions, hyperjob.ConditionCompleted), err
 	})
-	time.Sleep(time.Second)
+	// The positive signal: bad's status records all three children's phases.
+	waitFor(t, timeout, "bad's children recorded", func(ctx context.Context) (bool, error) {
+		hj, err := getHyperJob(ctx, ns, "bad")
+		if err != nil || len(hj.Status.ReplicatedJobsStatus) != 1 {
+			return false, err
+		}
+		st := hj.Status.ReplicatedJobsStatus[0].JobStates
+		return st["bad-a-0"].Phase == batchv1alpha1.Failed && st["bad-a-1"].Phase == batchv1alpha1.Aborted &&
+			st["bad-a-2"].Phase == batchv1alpha1.Running, nil
+	})
 	if hj, _ := getHyperJob(context.Background(), ns, "bad"); len(hj.Status.Conditions) != 0 {
 		t.Fatalf("bad has a child still running; no terminal condition yet: %+v", hj.Status.Conditions)
 	}
@@ -380,10 +391,10 @@ func TestSplitPolicy(t *testing.T) {
 		rj := trainingv1alpha1.ReplicatedJob{Name: "t", Replicas: 2,
 			SplitPolicy: &trainingv1alpha1.SplitPolicy{Mode: mode, Accelerators: ptr.To(accel), AcceleratorType: ptr.To(gpu)},
 			TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 17, Tasks: []batchv1alpha1.TaskSpec{
-				{Name: "launcher", Replicas: 1, Template: podTemplate("launcher:1", 0)},
-				{Name: "worker", Replicas: 16, Template: podTemplate("trainer:1", 2)},
+				{Name: "launcher", Replicas: 1, Template: builders.PodTemplate("launcher:1", 0)},
+				{Name: "worker", Replicas: 16, Template: builders.PodTemplate("trainer:1", 2)},
 			}}}
-		return newHyperJob(ns, name, rj)
+		return builders.MakeHyperJob(ns, name).ReplicatedJobs(rj).Obj()
 	}
 
 	create(t, split("good", trainingv1alpha1.SplitModeStatic, 8))
@@ -417,7 +428,7 @@ func TestSplitPolicy(t *testing.T) {
 		})
 		waitForEvent(t, ns, tc.name, tc.reason, tc.msg)
 	}
-	time.Sleep(time.Second)
+	// Each refusal above was waited for with its observedGeneration: the reconcile that refused is over.
 	for _, n := range []string{"uneven", "auto"} {
 		if jobs, pps, _ := children(context.Background(), ns, n); len(jobs)+len(pps) != 0 {
 			t.Errorf("%s: refused HyperJob has children %v %v", n, keys(jobs), keys(pps))
@@ -443,9 +454,9 @@ func TestForeignChildName(t *testing.T) {
 	ns := newNamespace(t, "hj-foreign", nil)
 	startManager(t, testConfig(), ns)
 	foreign := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "f-a-0", Namespace: ns},
-		Spec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: podTemplate("mine:1", 0)}}}}
+		Spec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: builders.PodTemplate("mine:1", 0)}}}}
 	create(t, foreign)
-	create(t, newHyperJob(ns, "f", replicatedJob("a", 1)))
+	create(t, builders.MakeHyperJob(ns, "f").ReplicatedJobs(replicatedJob("a", 1)).Obj())
 	waitForEvent(t, ns, "f", "ChildNameTaken", "Volcano Job f-a-0 exists and is not controlled by this HyperJob")
 	var j batchv1alpha1.Job
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &j); err != nil {
@@ -467,7 +478,7 @@ func TestFinishedChildDeletedIsNotRecreated(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "hj-ttl", nil)
 	startManager(t, testConfig(), ns)
-	create(t, newHyperJob(ns, "ttl", replicatedJob("a", 2)))
+	create(t, builders.MakeHyperJob(ns, "ttl").ReplicatedJobs(replicatedJob("a", 2)).Obj())
 	jobs, _ := waitForChildren(t, timeout, ns, "ttl", names("ttl", "a", 2))
 	setJobStatus(t, ns, "ttl-a-0", batchv1alpha1.Completed, nil)
 	waitFor(t, timeout, "ttl-a-0 recorded as Completed", func(ctx context.Context) (bool, error) {
@@ -478,8 +489,9 @@ func TestFinishedChildDeletedIsNotRecreated(t *testing.T) {
 	if err := env.Client.Delete(ctx, jobs["ttl-a-0"]); err != nil {
 		t.Fatal(err)
 	}
-	// The PropagationPolicy stays (the child is still part of the HyperJob), the job is not recreated.
-	time.Sleep(2 * time.Second)
+	// The PropagationPolicy stays (the child is still part of the HyperJob), the job is not recreated,
+	// even after a whole reconcile that follows the deletion.
+	waitForFullReconcile(t, ns, "ttl", 2)
 	got, pps, err := children(ctx, ns, "ttl")
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // bigName is the HyperJob of the 1,000-child test.
@@ -50,10 +51,10 @@ func childMeta(ctx context.Context, ns string) (jobs, pps map[string]*metav1.Par
 // bigSplit is one replicatedJob whose template (1,000 workers × 8 GPUs) splits into 1,000 children of
 // 8 GPUs each.
 func bigSplit(ns, name string) *trainingv1alpha1.HyperJob {
-	return newHyperJob(ns, name, trainingv1alpha1.ReplicatedJob{Name: "w", Replicas: 1,
+	return builders.MakeHyperJob(ns, name).ReplicatedJobs(trainingv1alpha1.ReplicatedJob{Name: "w", Replicas: 1,
 		SplitPolicy: &trainingv1alpha1.SplitPolicy{Mode: trainingv1alpha1.SplitModeStatic, Accelerators: ptr.To(8), AcceleratorType: ptr.To(gpu)},
 		TemplateSpec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{
-			{Name: "worker", Replicas: 1000, Template: podTemplate("trainer:1", 8)}}}})
+			{Name: "worker", Replicas: 1000, Template: builders.PodTemplate("trainer:1", 8)}}}}).Obj()
 }
 
 // A manager stopped in the middle of creating a 1,000-child split, and a new one started: the split
@@ -129,8 +130,9 @@ func TestRestartMidSplitConverges(t *testing.T) {
 		return err == nil && hj.Status.SplitCount != nil && *hj.Status.SplitCount == 1000 &&
 			len(hj.Status.ReplicatedJobsStatus) == 1 && len(hj.Status.ReplicatedJobsStatus[0].JobStates) == 1000, err
 	})
-	// Nothing else appears later (e.g. from a late write of the stopped manager).
-	time.Sleep(2 * time.Second)
+	// Nothing else appears later (e.g. from a late write of a stopped manager), even after a whole
+	// reconcile of the running one.
+	waitForFullReconcile(t, ns, "big", 1000)
 	var all batchv1alpha1.JobList
 	if err := env.Client.List(ctx, &all, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
@@ -161,7 +163,7 @@ func TestGarbageCollection(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "hj-gc", nil)
 	startManager(t, testConfig(), ns)
-	hj := newHyperJob(ns, "gc", replicatedJob("a", 3), replicatedJob("b", 2))
+	hj := builders.MakeHyperJob(ns, "gc").ReplicatedJobs(replicatedJob("a", 3), replicatedJob("b", 2)).Obj()
 	create(t, hj)
 	waitForChildren(t, timeout, ns, "gc", append(names("gc", "a", 3), names("gc", "b", 2)...))
 	cur, _ := getHyperJob(ctx, ns, "gc")

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -36,11 +36,7 @@ func labelOf(ctx context.Context, name string) (string, bool, error) {
 
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("timed out waiting for %s: %v", what, err)
-	}
+	framework.Eventually(t, 20*time.Second, what, cond)
 }
 
 // Governed namespaces are opted in to the Pod webhook, excluded ones never are, the label goes when
@@ -63,15 +59,21 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 	}
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "ml"}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}}}
-	if err := c.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	var all corev1.NamespaceList
+	require.NoError(t, c.List(ctx, &all))
+	before, err := framework.ReconcileTotal("namespacelabel")
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, p))
 	eventually(t, "namespace gov to be labelled", func(ctx context.Context) (bool, error) {
 		v, _, err := labelOf(ctx, "gov")
 		return v == hbv1.PodWebhookLabelEnabled, err
 	})
-	// Give the controller time to (wrongly) act on the others before checking them.
-	time.Sleep(500 * time.Millisecond)
+	// The policy's creation enqueues every namespace: wait until the controller has finished at
+	// least that many reconciles before checking that it left the others alone.
+	eventually(t, "a reconcile of every namespace after the policy was created", func(context.Context) (bool, error) {
+		n, err := framework.ReconcileTotal("namespacelabel")
+		return n >= before+float64(len(all.Items)), err
+	})
 	if _, ok, err := labelOf(ctx, "other"); err != nil || ok {
 		t.Errorf("ungoverned namespace other labelled=%v (err %v)", ok, err)
 	}

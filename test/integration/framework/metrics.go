@@ -1,0 +1,53 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// ReconcileTotal is how many reconciles the named controller of a manager running in this test
+// process has finished (controller-runtime's controller_runtime_reconcile_total, every result). A
+// test that checks a controller did NOT act waits for this count to grow first: the positive signal
+// that the controller has looked at the objects in question.
+func ReconcileTotal(controller string) (float64, error) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering controller-runtime metrics: %w", err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total, nil
+}
+
+// Eventually polls cond every 100ms until it reports true with no error, and fails the test after
+// timeout naming what it waited for and the condition's last error (an error does not stop the
+// polling: an object may not exist yet).
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	require.NoError(t, err, "timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+}
