@@ -44,7 +44,7 @@ verify-generate: generate ## Fail when generated files are out of date.
 	@git diff --quiet -- api config charts scheduler-plugin/args || { git --no-pager diff --stat -- api config charts scheduler-plugin/args; echo "generated files are stale: run 'make generate' and commit the result"; exit 1; }
 
 .PHONY: crds
-crds: ## Gather the Volcano, Karmada and JobSet CRDs from the Go module cache into _output/crds/.
+crds: ## Generate Volcano's CRDs from volcano.sh/apis (controller-gen) and gather Karmada's and JobSet's from the Go module cache into _output/crds/.
 	hack/crds.sh
 
 .PHONY: test

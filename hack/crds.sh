@@ -83,12 +83,11 @@ for want in scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues topolog
   [ -f "$OUT/volcano/$want.yaml" ] || die "controller-gen wrote no $want.yaml into $OUT/volcano; did $VOLCANO_APIS rename a kind?"
 done
 
-mkdir -p "$OUT/training"
-# maxDescLen=0: the HyperJob embeds whole Volcano Job specs (pod templates); descriptions would make the
-# CRD larger than the apiserver accepts for one object.
-"$BIN/controller-gen" crd:maxDescLen=0 paths=volcano.sh/apis/pkg/apis/training/v1alpha1 output:crd:dir="$OUT/training" \
-  || die "controller-gen could not generate the HyperJob CRD from $VOLCANO_APIS (output above)."
-ls "$OUT"/training/*.yaml >/dev/null 2>&1 || die "controller-gen wrote no HyperJob CRD into $OUT/training"
+# The HyperJob (Volcano publishes no CRD for it): maxDescLen=0 because it embeds whole Volcano Job
+# specs (pod templates), and generateEmbeddedObjectMeta so the apiserver keeps those templates'
+# labels and annotations (without it they were pruned).
+gen training crd:crdVersions=v1,generateEmbeddedObjectMeta=true,maxDescLen=0 training/v1alpha1
+[ -f "$OUT/training/training.volcano.sh_hyperjobs.yaml" ] || die "controller-gen wrote no HyperJob CRD into $OUT/training"
 
 echo "$stamp" > "$OUT/.stamp"
 echo "upstream CRDs written to $OUT: $(find "$OUT" -name '*.yaml' | wc -l) files"

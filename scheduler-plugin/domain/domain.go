@@ -6,7 +6,8 @@
 //
 // Choose is one pass over the nodes (free capacity → pods of the gang's shape each node holds, added
 // to every HyperNode containing the node) and one pass over the candidate HyperNodes of each tier, so
-// it costs O(nodes × depth + HyperNodes).
+// it costs O(nodes × depth + HyperNodes). A gang that fits no single child of the chosen HyperNode is
+// then packed into the fewest of its leaves (spill.go).
 package domain
 
 import (
@@ -216,250 +217,385 @@ func (p *problem) slots(free vector, pods int64) int64 {
 }
 
 // Choose picks the domain for a gang; the error is an *Unsatisfiable explaining why none fits.
+//
+// It runs in passes, each a method of chooser that reads alone:
+//
+//  1. measure: one pass over the nodes: free capacity → slots of the gang's shape per node, summed
+//     into every HyperNode containing the node (and the root);
+//  2. without a topology constraint, the whole cluster (wholeCluster);
+//  3. anchor: the lowest HyperNode holding the gang's placed pods, checked against the limit;
+//  4. atTier, tier by tier from the lowest: the allowed candidates, those with room, best fit first,
+//     each given the detailed check (fits);
+//  5. atRoot: the cluster root, when the limit allows it;
+//  6. choice: the chosen HyperNode's node set, narrowed by spill when the gang fits no single child.
 func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error) {
 	if len(req.Demand.Pods) == 0 {
 		return nil, &Unsatisfiable{Msg: "no pods to place"}
 	}
-	p := newProblem(req.Demand)
-	need := int64(len(p.pods))
-	maxCand := req.MaxCandidatesPerTier
-	if maxCand <= 0 {
-		maxCand = 64
-	}
-
-	// Pass 1: room per HyperNode. Free vectors are kept only when a detailed check may need them.
-	nh := t.Len()
-	rooms := make([]int64, nh+1) // last entry: root
-	k := len(p.names)
-	var aggFree []int64
-	if p.total != nil {
-		aggFree = make([]int64, (nh+1)*k)
-	}
-	// Free vectors per node are kept when a detailed check may need them: packing heterogeneous pods,
-	// or checking an aggregate floor on a spilled subset of a domain.
-	keep := !p.homog || p.total != nil
-	nodeSlots := map[string]int64{}
-	var freeAll []int64
-	var podsFree []int64
-	var nodeIdx map[string]int
-	if keep {
-		freeAll = make([]int64, len(nodes)*k)
-		podsFree = make([]int64, len(nodes))
-		nodeIdx = make(map[string]int, len(nodes))
-	}
-	// podOK[i][pi] says whether pod pi may use node i; nil when every pod shares req.Eligible.
-	var podOK [][]bool
-	if len(req.Demand.Eligible) > 0 {
-		podOK = make([][]bool, len(nodes))
-	}
-	buf := make(vector, k)
-	for i, ni := range nodes {
-		node := ni.Node()
-		if node == nil || (req.Eligible != nil && !req.Eligible(node)) {
-			continue
-		}
-		if podOK != nil {
-			if podOK[i] = eligiblePods(req.Demand.Eligible, len(p.pods), node); podOK[i] == nil {
-				continue // no pod of the gang may use this node
-			}
-		}
-		var extra *Freed
-		if f, ok := req.Freed[node.Name]; ok {
-			extra = &f
-		}
-		free := buf
-		if keep {
-			free = freeAll[i*k : (i+1)*k]
-		}
-		pods := p.free(ni, extra, free)
-		if keep {
-			podsFree[i] = pods
-			nodeIdx[node.Name] = i
-		}
-		s := p.slots(free, pods)
-		if s > 0 {
-			nodeSlots[node.Name] = s
-		}
-		if s == 0 && aggFree == nil {
-			continue
-		}
-		rooms[nh] += s
-		if aggFree != nil {
-			addPos(aggFree[nh*k:(nh+1)*k], free)
-		}
-		for _, h := range t.Containers(node.Name) {
-			rooms[h.Index] += s
-			if aggFree != nil {
-				addPos(aggFree[h.Index*k:(h.Index+1)*k], free)
-			}
-		}
-	}
-	minOK := func(idx int) bool {
-		if aggFree == nil {
-			return true
-		}
-		for i, v := range p.total {
-			if aggFree[idx*k+i] < v {
-				return false
-			}
-		}
-		return true
-	}
-	// fits is the detailed check: exact for identical pods; first-fit decreasing otherwise.
-	evaluated := 0
-	fits := func(h *topology.HyperNode) bool {
-		evaluated++
-		if p.homog {
-			return true
-		}
-		var members []int
-		if h.IsRoot() {
-			for _, i := range nodeIdx {
-				members = append(members, i)
-			}
-		} else {
-			h.EachNode(func(n string) {
-				if i, ok := nodeIdx[n]; ok {
-					members = append(members, i)
-				}
-			})
-		}
-		return pack(p, members, freeAll, podsFree, podOK)
-	}
-	// subsetFits checks a spilled subset of a domain like fits checks a domain.
-	subsetFits := func(nodes sets.Set[string]) bool {
-		if !keep {
-			return true
-		}
-		members := make([]int, 0, nodes.Len())
-		for n := range nodes {
-			if i, ok := nodeIdx[n]; ok {
-				members = append(members, i)
-			}
-		}
-		if p.total != nil {
-			sum := make(vector, k)
-			for _, i := range members {
-				addPos(sum, freeAll[i*k:(i+1)*k])
-			}
-			for r, v := range p.total {
-				if sum[r] < v {
-					return false
-				}
-			}
-		}
-		return p.homog || pack(p, members, freeAll, podsFree, podOK)
-	}
-	choose := func(h *topology.HyperNode) *Choice {
-		c := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(need), Room: int(rooms[h.Index]), Evaluated: evaluated}
-		if !c.Root {
-			c.Nodes = sets.New[string]()
-			h.EachNode(func(n string) { c.Nodes.Insert(n) })
-		}
-		if req.Topology && (h.IsRoot() || len(h.Children) > 0) {
-			sp := newSpill(t, rooms, nodeSlots, req.Placed)
-			if sp.plan(h, need) && subsetFits(sp.nodes) {
-				c.Nodes = sp.nodes
-				c.Spilled = sp.leaves
-				sort.Strings(c.Spilled)
-			}
-		}
-		c.Rooms = make([]int32, len(rooms))
-		for i, r := range rooms {
-			c.Rooms[i] = int32(min(r, math.MaxInt32))
-		}
-		return c
-	}
-
-	root := t.Root()
+	c := newChooser(t, req, len(nodes))
+	c.measure(nodes)
 	if !req.Topology {
-		if rooms[nh] >= need && minOK(nh) && fits(root) {
-			return choose(root), nil
-		}
-		return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s; the cluster has room for %d", p.describe(need), rooms[nh])}
+		return c.wholeCluster()
 	}
-
-	var anchor *topology.HyperNode
-	if len(req.Placed) > 0 {
-		anchor = t.LCA(req.Placed)
-		if !Allows(req.Limit, anchor) {
-			rel := "outside"
-			if numericLimit(req.Limit) {
-				rel = "above"
-			}
-			return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), %s %s", display(anchor), anchor.Tier, rel, req.Limit.Describe)}
-		}
+	anchor, err := c.anchor()
+	if err != nil {
+		return nil, err
 	}
-
 	var notes []string
 	for _, tier := range t.Tiers() {
 		if numericLimit(req.Limit) && tier > req.Limit.Tier {
 			notes = append(notes, fmt.Sprintf("tier %d and above not allowed (%s)", tier, req.Limit.Describe))
 			break
 		}
-		var cands []*topology.HyperNode
-		if anchor != nil {
-			if a := t.AncestorAtTier(anchor, tier); a != nil {
-				cands = []*topology.HyperNode{a}
-			}
-		} else {
-			cands = t.AtTier(tier)
+		h, note := c.atTier(tier, anchor)
+		if h != nil {
+			return c.choice(h), nil
 		}
-		if req.Limit.TierName != "" && req.Limit.Hard {
-			cands = allowedOnly(req.Limit, cands)
-		}
-		if len(cands) == 0 {
-			continue
-		}
-		var feasible []*topology.HyperNode
-		var best *topology.HyperNode
-		for _, h := range cands {
-			r := rooms[h.Index]
-			if best == nil || r > rooms[best.Index] {
-				best = h
-			}
-			if r >= need && minOK(h.Index) {
-				feasible = append(feasible, h)
-			}
-		}
-		if len(feasible) > 0 {
-			sort.Slice(feasible, func(i, j int) bool {
-				li, lj := rooms[feasible[i].Index], rooms[feasible[j].Index]
-				if li != lj {
-					return li < lj
-				}
-				return feasible[i].Name < feasible[j].Name
-			})
-			for i, h := range feasible {
-				if i >= maxCand {
-					break
-				}
-				if fits(h) {
-					return choose(h), nil
-				}
-			}
-			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode can pack the pods (%d checked)", tier, min(len(feasible), maxCand)))
-			continue
-		}
-		if anchor != nil {
-			notes = append(notes, fmt.Sprintf("tier-%d HyperNode %s (holding the gang's placed pods) has room for %d", tier, best.Name, rooms[best.Index]))
-		} else {
-			notes = append(notes, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, rooms[best.Index]))
+		if note != "" {
+			notes = append(notes, note)
 		}
 	}
-	if Allows(req.Limit, root) {
-		if rooms[nh] >= need && minOK(nh) && fits(root) {
-			return choose(root), nil
+	return c.atRoot(notes)
+}
+
+// chooser holds one Choose call's problem and the rooms measured for it.
+type chooser struct {
+	t       topology.Tree
+	req     Request
+	p       *problem
+	need    int64
+	maxCand int
+	nh, k   int // real HyperNodes (the root's index); resource dimensions
+
+	rooms   []int64 // slots per HyperNode index, the root last
+	aggFree []int64 // summed free capacity per HyperNode (k per entry) when p.total is set
+
+	// nodes is the snapshot; byName (node name → position) and slotsMemo are built only when a gang
+	// spills (spill.go), so the common path pays nothing for them.
+	nodes     []fwk.NodeInfo
+	byName    map[string]int
+	slotsMemo map[string]int64
+
+	// Per-node free vectors, kept when a detailed check may need them (heterogeneous pods).
+	keep     bool
+	freeAll  []int64 // k per node, by position in the node list
+	podsFree []int64
+	nodeIdx  map[string]int
+	podOK    [][]bool // podOK[node][pod]: may the pod use the node; nil when one predicate serves all
+
+	evaluated int
+}
+
+func newChooser(t topology.Tree, req Request, nodes int) *chooser {
+	p := newProblem(req.Demand)
+	c := &chooser{t: t, req: req, p: p, need: int64(len(p.pods)), maxCand: req.MaxCandidatesPerTier,
+		nh: t.Len(), k: len(p.names)}
+	if c.maxCand <= 0 {
+		c.maxCand = 64
+	}
+	c.rooms = make([]int64, c.nh+1)
+	if p.total != nil {
+		c.aggFree = make([]int64, (c.nh+1)*c.k)
+	}
+	c.keep = !p.homog
+	if c.keep {
+		c.freeAll = make([]int64, nodes*c.k)
+		c.podsFree = make([]int64, nodes)
+		c.nodeIdx = make(map[string]int, nodes)
+	}
+	if len(req.Demand.Eligible) > 0 {
+		c.podOK = make([][]bool, nodes)
+	}
+	return c
+}
+
+// measure is pass 1: every eligible node's slots of the gang's shape, added to the root and to each
+// HyperNode containing the node.
+func (c *chooser) measure(nodes []fwk.NodeInfo) {
+	c.nodes = nodes
+	k, nh := c.k, c.nh
+	buf := make(vector, k)
+	for i, ni := range nodes {
+		node := ni.Node()
+		if node == nil || (c.req.Eligible != nil && !c.req.Eligible(node)) {
+			continue
 		}
-		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", rooms[nh]))
-	} else if req.Limit.TierName != "" {
-		notes = append(notes, fmt.Sprintf("only HyperNodes named %q and those below one are allowed (%s); trees without that name are never used", req.Limit.TierName, req.Limit.Describe))
-	} else if req.Limit.AnyHyperNode {
+		if c.podOK != nil {
+			if c.podOK[i] = eligiblePods(c.req.Demand.Eligible, len(c.p.pods), node); c.podOK[i] == nil {
+				continue // no pod of the gang may use this node
+			}
+		}
+		var extra *Freed
+		if f, ok := c.req.Freed[node.Name]; ok {
+			extra = &f
+		}
+		free := buf
+		if c.keep {
+			free = c.freeAll[i*k : (i+1)*k]
+		}
+		pods := c.p.free(ni, extra, free)
+		if c.keep {
+			c.podsFree[i] = pods
+			c.nodeIdx[node.Name] = i
+		}
+		s := c.p.slots(free, pods)
+		if s == 0 && c.aggFree == nil {
+			continue
+		}
+		c.rooms[nh] += s
+		if c.aggFree != nil {
+			addPos(c.aggFree[nh*k:(nh+1)*k], free)
+		}
+		for _, h := range c.t.Containers(node.Name) {
+			c.rooms[h.Index] += s
+			if c.aggFree != nil {
+				addPos(c.aggFree[h.Index*k:(h.Index+1)*k], free)
+			}
+		}
+	}
+}
+
+// wholeCluster is the choice for a gang without a topology constraint: any node will do.
+func (c *chooser) wholeCluster() (*Choice, error) {
+	root := c.t.Root()
+	if c.rooms[c.nh] >= c.need && c.minOK(c.nh) && c.fits(root) {
+		return c.choice(root), nil
+	}
+	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s; the cluster has room for %d", c.p.describe(c.need), c.rooms[c.nh])}
+}
+
+// anchor is the lowest HyperNode holding the gang's placed pods (nil when none is placed); the gang
+// stays inside it or one of its ancestors, so it must be allowed by the limit.
+func (c *chooser) anchor() (*topology.HyperNode, error) {
+	if len(c.req.Placed) == 0 {
+		return nil, nil
+	}
+	a := c.t.LCA(c.req.Placed)
+	if !Allows(c.req.Limit, a) {
+		rel := "outside"
+		if numericLimit(c.req.Limit) {
+			rel = "above"
+		}
+		return nil, &Unsatisfiable{Msg: fmt.Sprintf("the gang's placed pods already span %s (tier %d), %s %s", display(a), a.Tier, rel, c.req.Limit.Describe)}
+	}
+	return a, nil
+}
+
+// atTier returns the best-fit HyperNode of the tier that holds the gang, or a note saying why none
+// does ("" when the tier has no candidate at all).
+func (c *chooser) atTier(tier int, anchor *topology.HyperNode) (*topology.HyperNode, string) {
+	var cands []*topology.HyperNode
+	if anchor != nil {
+		if a := c.t.AncestorAtTier(anchor, tier); a != nil {
+			cands = []*topology.HyperNode{a}
+		}
+	} else {
+		cands = c.t.AtTier(tier)
+	}
+	if c.req.Limit.Hard && c.req.Limit.TierName != "" {
+		cands = allowedOnly(c.req.Limit, cands)
+	}
+	if len(cands) == 0 {
+		return nil, ""
+	}
+	var feasible []*topology.HyperNode
+	var best *topology.HyperNode
+	for _, h := range cands {
+		r := c.rooms[h.Index]
+		if best == nil || r > c.rooms[best.Index] {
+			best = h
+		}
+		if r >= c.need && c.minOK(h.Index) {
+			feasible = append(feasible, h)
+		}
+	}
+	if len(feasible) == 0 {
+		if anchor != nil {
+			return nil, fmt.Sprintf("tier-%d HyperNode %s (holding the gang's placed pods) has room for %d", tier, best.Name, c.rooms[best.Index])
+		}
+		return nil, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, c.rooms[best.Index])
+	}
+	// Best fit: least room left over, ties by name; the detailed check on at most maxCand.
+	sort.Slice(feasible, func(i, j int) bool {
+		li, lj := c.rooms[feasible[i].Index], c.rooms[feasible[j].Index]
+		if li != lj {
+			return li < lj
+		}
+		return feasible[i].Name < feasible[j].Name
+	})
+	for i, h := range feasible {
+		if i >= c.maxCand {
+			break
+		}
+		if c.fits(h) {
+			return h, ""
+		}
+	}
+	return nil, fmt.Sprintf("no tier-%d HyperNode can pack the pods (%d checked)", tier, min(len(feasible), c.maxCand))
+}
+
+// atRoot is the last resort: the cluster root when the limit allows it; otherwise the error with
+// the notes of every tier.
+func (c *chooser) atRoot(notes []string) (*Choice, error) {
+	root, l := c.t.Root(), c.req.Limit
+	switch {
+	case Allows(l, root):
+		if c.rooms[c.nh] >= c.need && c.minOK(c.nh) && c.fits(root) {
+			return c.choice(root), nil
+		}
+		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", c.rooms[c.nh]))
+	case l.TierName != "":
+		notes = append(notes, fmt.Sprintf("only HyperNodes named %q and those below one are allowed (%s); trees without that name are never used", l.TierName, l.Describe))
+	case l.AnyHyperNode:
 		notes = append(notes, "the cluster root is not allowed (mode hard without a tier bound: one HyperNode of any tier)")
-	} else if len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed") {
-		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, req.Limit.Describe))
+	case len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed"):
+		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, l.Describe))
 	}
-	return nil, &Unsatisfiable{Msg: p.describe(need) + ": " + strings.Join(notes, "; ")}
+	return nil, &Unsatisfiable{Msg: c.p.describe(c.need) + ": " + strings.Join(notes, "; ")}
+}
+
+// minOK checks the aggregate floor (minResources, or the summed requests of differing pods) of
+// HyperNode index idx.
+func (c *chooser) minOK(idx int) bool {
+	if c.aggFree == nil {
+		return true
+	}
+	for i, v := range c.p.total {
+		if c.aggFree[idx*c.k+i] < v {
+			return false
+		}
+	}
+	return true
+}
+
+// fits is the detailed check: exact for identical pods; first-fit decreasing otherwise.
+func (c *chooser) fits(h *topology.HyperNode) bool {
+	c.evaluated++
+	if c.p.homog {
+		return true
+	}
+	var members []int
+	if h.IsRoot() {
+		for _, i := range c.nodeIdx {
+			members = append(members, i)
+		}
+	} else {
+		h.EachNode(func(n string) {
+			if i, ok := c.nodeIdx[n]; ok {
+				members = append(members, i)
+			}
+		})
+	}
+	return pack(c.p, members, c.freeAll, c.podsFree, c.podOK)
+}
+
+// freeOf recomputes an eligible node's free capacity (nil when the node is unknown or ineligible).
+// Only the spill path uses it, so measure keeps no per-node state for identical pods.
+func (c *chooser) freeOf(name string) (vector, int64) {
+	if c.byName == nil {
+		c.byName = make(map[string]int, len(c.nodes))
+		for i, ni := range c.nodes {
+			if n := ni.Node(); n != nil {
+				c.byName[n.Name] = i
+			}
+		}
+	}
+	i, ok := c.byName[name]
+	if !ok {
+		return nil, 0
+	}
+	if c.keep {
+		if _, eligible := c.nodeIdx[name]; !eligible {
+			return nil, 0
+		}
+		return c.freeAll[i*c.k : (i+1)*c.k], c.podsFree[i]
+	}
+	ni := c.nodes[i]
+	if c.req.Eligible != nil && !c.req.Eligible(ni.Node()) {
+		return nil, 0
+	}
+	var extra *Freed
+	if f, ok := c.req.Freed[name]; ok {
+		extra = &f
+	}
+	free := make(vector, c.k)
+	pods := c.p.free(ni, extra, free)
+	return free, pods
+}
+
+// slotsOf is how many pods of the gang's shape the node holds (memoized; spill path only).
+func (c *chooser) slotsOf(name string) int64 {
+	if s, ok := c.slotsMemo[name]; ok {
+		return s
+	}
+	if c.slotsMemo == nil {
+		c.slotsMemo = map[string]int64{}
+	}
+	var s int64
+	if free, pods := c.freeOf(name); free != nil {
+		s = c.p.slots(free, pods)
+	}
+	c.slotsMemo[name] = s
+	return s
+}
+
+// eachNode calls fn for every node of the snapshot (spill path only: the root's direct nodes).
+func (c *chooser) eachNode(fn func(string)) {
+	for _, ni := range c.nodes {
+		if n := ni.Node(); n != nil {
+			fn(n.Name)
+		}
+	}
+}
+
+// subsetFits checks a spilled subset of a domain as fits and minOK check a domain.
+func (c *chooser) subsetFits(nodes sets.Set[string]) bool {
+	if c.p.total != nil {
+		sum := make(vector, c.k)
+		for n := range nodes {
+			if free, _ := c.freeOf(n); free != nil {
+				addPos(sum, free)
+			}
+		}
+		for r, v := range c.p.total {
+			if sum[r] < v {
+				return false
+			}
+		}
+	}
+	if c.p.homog {
+		return true
+	}
+	members := make([]int, 0, nodes.Len())
+	for n := range nodes {
+		if i, ok := c.nodeIdx[n]; ok {
+			members = append(members, i)
+		}
+	}
+	return pack(c.p, members, c.freeAll, c.podsFree, c.podOK)
+}
+
+// choice builds the Choice for HyperNode h: its nodes (none for the root), narrowed to the fewest
+// leaves when the gang fits no single child (spill), and the rooms for scoring.
+func (c *chooser) choice(h *topology.HyperNode) *Choice {
+	ch := &Choice{HyperNode: h.Name, Tier: h.Tier, Root: h.IsRoot(), Need: int(c.need), Room: int(c.rooms[h.Index]), Evaluated: c.evaluated}
+	if !ch.Root {
+		ch.Nodes = sets.New[string]()
+		h.EachNode(func(n string) { ch.Nodes.Insert(n) })
+	}
+	if c.req.Topology && (h.IsRoot() || len(h.Children) > 0) {
+		sp := newSpill(c.t, c.rooms, c.slotsOf, c.eachNode, c.req.Placed)
+		if sp.plan(h, c.need) && c.subsetFits(sp.nodes) {
+			ch.Nodes = sp.nodes
+			ch.Spilled = sp.leaves
+			sort.Strings(ch.Spilled)
+		}
+	}
+	ch.Rooms = make([]int32, len(c.rooms))
+	for i, r := range c.rooms {
+		ch.Rooms[i] = int32(min(r, math.MaxInt32))
+	}
+	return ch
 }
 
 // Allows reports whether a hard limit lets the gang use HyperNode h (the root included); soft

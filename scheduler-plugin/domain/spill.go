@@ -20,12 +20,13 @@ import (
 // last share goes to the child that holds it with the least room left over. Taking the roomiest
 // first gives the fewest children; best fit for the last keeps big children free for big gangs.
 type spill struct {
-	t         topology.Tree
-	rooms     []int64          // per HyperNode index (the root last)
-	nodeSlots map[string]int64 // per node with room
-	used      map[*topology.HyperNode]bool
-	nodes     sets.Set[string]
-	leaves    []string
+	t        topology.Tree
+	rooms    []int64                 // per HyperNode index (the root last)
+	slots    func(node string) int64 // pods of the gang's shape the node holds
+	eachNode func(fn func(string))   // every node of the snapshot
+	used     map[*topology.HyperNode]bool
+	nodes    sets.Set[string]
+	leaves   []string
 }
 
 // group is a child domain of a HyperNode, or the nodes directly in it (outside every child).
@@ -43,8 +44,8 @@ func (g group) name() string {
 	return g.h.Name
 }
 
-func newSpill(t topology.Tree, rooms []int64, nodeSlots map[string]int64, placed []string) *spill {
-	s := &spill{t: t, rooms: rooms, nodeSlots: nodeSlots, used: map[*topology.HyperNode]bool{}, nodes: sets.New[string]()}
+func newSpill(t topology.Tree, rooms []int64, slots func(string) int64, eachNode func(func(string)), placed []string) *spill {
+	s := &spill{t: t, rooms: rooms, slots: slots, eachNode: eachNode, used: map[*topology.HyperNode]bool{}, nodes: sets.New[string]()}
 	for _, n := range placed {
 		for _, h := range t.Containers(n) {
 			s.used[h] = true
@@ -71,7 +72,7 @@ func (s *spill) plan(h *topology.HyperNode, need int64) bool {
 	// leaves is counted in both).
 	var room int64
 	for n := range s.nodes {
-		room += s.nodeSlots[n]
+		room += s.slots(n)
 	}
 	return room >= need
 }
@@ -104,17 +105,21 @@ func (s *spill) groups(h *topology.HyperNode) []group {
 		return false
 	}
 	if h.IsRoot() {
-		for n, r := range s.nodeSlots {
+		s.eachNode(func(n string) {
 			if len(s.t.Containers(n)) == 0 {
-				direct.nodes = append(direct.nodes, n)
-				direct.room += r
+				if r := s.slots(n); r > 0 {
+					direct.nodes = append(direct.nodes, n)
+					direct.room += r
+				}
 			}
-		}
+		})
 	} else {
 		h.EachNode(func(n string) {
-			if r := s.nodeSlots[n]; r > 0 && !inChild(n) {
-				direct.nodes = append(direct.nodes, n)
-				direct.room += r
+			if !inChild(n) {
+				if r := s.slots(n); r > 0 {
+					direct.nodes = append(direct.nodes, n)
+					direct.room += r
+				}
 			}
 		})
 	}
@@ -189,12 +194,12 @@ func (s *spill) fill(groups []group, need int64) bool {
 
 // takeDirect takes direct nodes for share pods, roomiest first.
 func (s *spill) takeDirect(nodes []string, share int64) {
-	sort.SliceStable(nodes, func(i, j int) bool { return s.nodeSlots[nodes[i]] > s.nodeSlots[nodes[j]] })
+	sort.SliceStable(nodes, func(i, j int) bool { return s.slots(nodes[i]) > s.slots(nodes[j]) })
 	for _, n := range nodes {
 		if share <= 0 {
 			break
 		}
 		s.nodes.Insert(n)
-		share -= s.nodeSlots[n]
+		share -= s.slots(n)
 	}
 }

@@ -54,6 +54,25 @@ const Name = args.PluginName
 const gangIndex = "hyperbatch.dev/gang"
 
 // Plugin is the HyperTopology scheduler plugin.
+//
+// # Locks, in the only order they may be taken
+//
+//  1. A gang lock (lockGang, one per gang): held by Permit while it counts the gang's reservations
+//     and allows its waiting pods, and by every path that rejects a gang's waiting pods (Unreserve,
+//     PostFilter, releaseYounger for each victim, revalidateWaiting, PodGroup deletion), which
+//     forget the rejected reservations before unlocking. Never two gang locks at once (victims are
+//     locked one after another, never under the reclaiming gang's lock), and never taken while
+//     holding the tree's read lock, p.mu or the tracker's lock.
+//  2. The tree cache's lock (topology.Cache.Read): domain choice and revalidation read the tree
+//     under it; they may take p.mu and the tracker's lock inside, but no gang lock (revalidateWaiting
+//     collects its verdicts under the read lock and rejects after releasing it).
+//  3. Leaf locks, held only for a map access and never while taking another lock: p.mu (plans,
+//     gangLocks' bookkeeping, released, queueTimes), the tracker's mutex (gang.Tracker), the event
+//     recorder's mutex, and the framework's waiting-pod map (IterateOverWaitingPods calls back under
+//     its read lock: callbacks only Allow/Reject and record UIDs).
+//
+// So a gang lock may be followed by 3; the tree lock by 3; nothing is taken under 3. Pod informer
+// reads (p.members, the PodGroup lister) take the informers' own locks and are safe anywhere.
 type Plugin struct {
 	handle        framework.Handle
 	args          *args.HyperTopologyArgs

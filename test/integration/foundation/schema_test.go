@@ -169,8 +169,8 @@ var (
 )
 
 // uncovered lists the JSON paths under typ that schema does not describe. Types with their own JSON
-// encoding (Quantity, Time, IntOrString, RawExtension) and ObjectMeta (the apiserver's own) are
-// leaves; a schema that preserves unknown fields covers everything below it.
+// encoding (Quantity, Time, IntOrString, RawExtension) are leaves; an embedded ObjectMeta must keep
+// labels and annotations; a schema that preserves unknown fields covers everything below it.
 func uncovered(typ reflect.Type, schema *apiextensionsv1.JSONSchemaProps, path string, seen map[reflect.Type]bool) []string {
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
@@ -178,7 +178,18 @@ func uncovered(typ reflect.Type, schema *apiextensionsv1.JSONSchemaProps, path s
 	if schema.XPreserveUnknownFields != nil && *schema.XPreserveUnknownFields {
 		return nil
 	}
-	if typ == objectMetaT || typ == rawExtension || reflect.PointerTo(typ).Implements(jsonMarshaler) || reflect.PointerTo(typ).Implements(textMarshaler) {
+	if typ == objectMetaT {
+		// An embedded ObjectMeta (pod templates) must keep at least labels and annotations, or the
+		// apiserver prunes them (controller-gen's generateEmbeddedObjectMeta).
+		var out []string
+		for _, f := range []string{"labels", "annotations"} {
+			if _, ok := schema.Properties[f]; !ok {
+				out = append(out, path+"."+f)
+			}
+		}
+		return out
+	}
+	if typ == rawExtension || reflect.PointerTo(typ).Implements(jsonMarshaler) || reflect.PointerTo(typ).Implements(textMarshaler) {
 		return nil
 	}
 	switch typ.Kind() {
