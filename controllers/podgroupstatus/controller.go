@@ -417,7 +417,7 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		return verdict{}, err
 	}
 	cands = append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: min})
-	return admitQueue(name, qp, reserved, cands)[key], nil
+	return admitQueueFor(name, qp, reserved, cands, &key)[key], nil
 }
 
 // priority is the value of the PodGroup's PriorityClass (0 when unset or unknown, as the plugin does
