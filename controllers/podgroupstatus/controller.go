@@ -522,7 +522,7 @@ func (r *Reconciler) stale(pg *schedulingv1beta1.PodGroup) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.written[client.ObjectKeyFromObject(pg)]
-	return ok && w.prevRV != "" && w.prevRV == pg.ResourceVersion
+	return ok && w.wrote && w.prevRV != "" && w.prevRV == pg.ResourceVersion
 }
 
 // effectivePhase is the PodGroup's phase, or the phase this process wrote if the cache has not seen
