@@ -37,7 +37,10 @@ func queueOrder(c []candidate) {
 		if !c[i].created.Equal(c[j].created) {
 			return c[i].created.Before(c[j].created)
 		}
-		return c[i].key.String() < c[j].key.String()
+		if c[i].key.Namespace != c[j].key.Namespace {
+			return c[i].key.Namespace < c[j].key.Namespace
+		}
+		return c[i].key.Name < c[j].key.Name
 	})
 }
 
@@ -51,6 +54,12 @@ func queueOpen(q *schedulingv1beta1.Queue) bool {
 // the queue does not exist; reserved is what the queue's Inqueue and Running gangs reserve (their
 // minResources). The candidates are sorted in place.
 func admitQueue(queueName string, q *schedulingv1beta1.Queue, reserved corev1.ResourceList, cands []candidate) map[types.NamespacedName]verdict {
+	return admitQueueFor(queueName, q, reserved, cands, nil)
+}
+
+// admitQueueFor is admitQueue; when only is set, the result holds only that gang's verdict (a
+// reconcile needs just its own, and building every gang's message would cost O(queue) per gang).
+func admitQueueFor(queueName string, q *schedulingv1beta1.Queue, reserved corev1.ResourceList, cands []candidate, only *types.NamespacedName) map[types.NamespacedName]verdict {
 	out := make(map[types.NamespacedName]verdict, len(cands))
 	if q == nil {
 		for _, c := range cands {
@@ -75,14 +84,20 @@ func admitQueue(queueName string, q *schedulingv1beta1.Queue, reserved corev1.Re
 	var blockedBy *candidate
 	for i := range cands {
 		c := &cands[i]
+		mine := only == nil || *only == c.key
 		if blockedBy != nil {
+			if !mine {
+				continue
+			}
 			out[c.key] = verdict{reason: ReasonQueueFIFO, message: fmt.Sprintf(
 				"queue %q is fifo (spec.dequeueStrategy): waiting behind gang %s, which does not fit its capability", queueName, blockedBy.key)}
 			continue
 		}
-		if over := exceeds(q.Spec.Capability, used, c.min); over != "" {
-			out[c.key] = verdict{reason: ReasonQueueCapabilityExceeded, message: fmt.Sprintf(
-				"queue %q capability exceeded: %s", queueName, over)}
+		if !fits(q.Spec.Capability, used, c.min) {
+			if mine {
+				out[c.key] = verdict{reason: ReasonQueueCapabilityExceeded, message: fmt.Sprintf(
+					"queue %q capability exceeded: %s", queueName, exceeds(q.Spec.Capability, used, c.min))}
+			}
 			if fifo {
 				blockedBy = c
 			}
@@ -96,9 +111,28 @@ func admitQueue(queueName string, q *schedulingv1beta1.Queue, reserved corev1.Re
 			sum.Add(qty)
 			used[name] = sum
 		}
-		out[c.key] = verdict{admit: true, reason: ReasonEnqueued, message: admittedMessage(queueName, q.Spec.Capability, used)}
+		if mine {
+			out[c.key] = verdict{admit: true, reason: ReasonEnqueued, message: admittedMessage(queueName, q.Spec.Capability, used)}
+		}
 	}
 	return out
+}
+
+// fits says whether used+min stays within capability for every resource the capability names.
+func fits(capability, used, min corev1.ResourceList) bool {
+	for name, limit := range capability {
+		want, ok := min[name]
+		if !ok || want.IsZero() {
+			continue
+		}
+		have := used[name]
+		total := have.DeepCopy() // Add may change a shared inf.Dec
+		total.Add(want)
+		if total.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // exceeds returns a description of every capability resource that used+min would exceed ("" when

@@ -417,7 +417,7 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		return verdict{}, err
 	}
 	cands = append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: min})
-	return admitQueue(name, qp, reserved, cands)[key], nil
+	return admitQueueFor(name, qp, reserved, cands, &key)[key], nil
 }
 
 // priority is the value of the PodGroup's PriorityClass (0 when unset or unknown, as the plugin does
@@ -522,7 +522,7 @@ func (r *Reconciler) stale(pg *schedulingv1beta1.PodGroup) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.written[client.ObjectKeyFromObject(pg)]
-	return ok && w.prevRV != "" && w.prevRV == pg.ResourceVersion
+	return ok && w.wrote && w.prevRV != "" && w.prevRV == pg.ResourceVersion
 }
 
 // effectivePhase is the PodGroup's phase, or the phase this process wrote if the cache has not seen

@@ -6,6 +6,7 @@ package gang
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,7 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 		MinMember:    max(pg.Spec.MinMember, 1),
 	}
 	if pg.Spec.MinResources != nil {
-		s.MinResources = pg.Spec.MinResources.DeepCopy()
+		s.MinResources = nodeResources(*pg.Spec.MinResources)
 	}
 	if nt := pg.Spec.NetworkTopology; nt != nil {
 		t := &Topology{Mode: Mode(nt.Mode), HighestTierName: nt.HighestTierName}
@@ -143,4 +144,24 @@ func (t *Topology) Resolve(hasTierName func(string) bool) (Limit, error) {
 		return Limit{Hard: true, TierName: t.HighestTierName, Describe: fmt.Sprintf("highestTierName=%s", t.HighestTierName)}, nil
 	}
 	return Limit{Hard: true, AnyHyperNode: true, Describe: "hard without a tier bound: one HyperNode of any tier"}, nil
+}
+
+// nodeResources keeps the minResources entries that name node resources. Volcano's job controller
+// fills a PodGroup's minResources with ResourceQuota-style usage (quota's PodUsageFunc over the
+// minAvailable pods): besides cpu, memory and extended resources it adds requests.*, limits.*,
+// count/* and pods, which no node offers in that form; as a placement floor they would make every
+// domain too small. The pod count is minMember's business.
+func nodeResources(l corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range l {
+		n := string(name)
+		if name == corev1.ResourcePods || strings.HasPrefix(n, "requests.") || strings.HasPrefix(n, "limits.") || strings.HasPrefix(n, "count/") {
+			continue
+		}
+		out[name] = q.DeepCopy()
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

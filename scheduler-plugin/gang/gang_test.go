@@ -109,3 +109,27 @@ func TestTrackerPlaced(t *testing.T) {
 		t.Fatalf("assumed left over")
 	}
 }
+
+// Volcano's job controller writes ResourceQuota-style minResources; only node resources are a floor.
+func TestSpecOfMinResourcesFromVolcano(t *testing.T) {
+	q := resource.MustParse
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job-uid"},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 4, MinResources: &corev1.ResourceList{
+			"count/pods": q("4"), "pods": q("4"), "requests.cpu": q("400m"), "cpu": q("400m"),
+			"limits.nvidia.com/gpu": q("16"), "requests.nvidia.com/gpu": q("16"), "nvidia.com/gpu": q("16"),
+		}}}
+	got := SpecOf(pg, nil).MinResources
+	want := corev1.ResourceList{"cpu": q("400m"), "nvidia.com/gpu": q("16")}
+	if len(got) != len(want) {
+		t.Fatalf("MinResources = %v, want %v", got, want)
+	}
+	for n, v := range want {
+		if g, ok := got[n]; !ok || g.Cmp(v) != 0 {
+			t.Fatalf("MinResources[%s] = %v, want %v (all: %v)", n, got[n], v, got)
+		}
+	}
+	pg.Spec.MinResources = &corev1.ResourceList{"pods": q("4"), "count/pods": q("4")}
+	if got := SpecOf(pg, nil).MinResources; got != nil {
+		t.Fatalf("MinResources of counts only = %v, want nil", got)
+	}
+}

@@ -297,20 +297,23 @@ func unschedulable(status corev1.ConditionStatus, reason string, fragments ...st
 	}
 }
 
-// phaseRecorder watches one PodGroup and records every phase it is stored with.
+// phaseRecorder watches the PodGroups of a namespace and records every phase each is stored with.
 type phaseRecorder struct {
 	mu     sync.Mutex
-	phases []schedulingv1beta1.PodGroupPhase
+	name   string // the PodGroup get reports
+	phases map[string][]schedulingv1beta1.PodGroupPhase
 }
 
+// recordPhases records the phases of the PodGroups of ns; get reports those of name (settable later
+// with of, for PodGroups whose name is not known in advance).
 func recordPhases(t *testing.T, ns, name string) *phaseRecorder {
 	t.Helper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := wc.Watch(ctx, &schedulingv1beta1.PodGroupList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	w, err := wc.Watch(ctx, &schedulingv1beta1.PodGroupList{}, client.InNamespace(ns))
 	require.NoError(t, err)
-	r := &phaseRecorder{}
+	r := &phaseRecorder{name: name, phases: map[string][]schedulingv1beta1.PodGroupPhase{}}
 	go func() {
 		for ev := range w.ResultChan() {
 			if ev.Type != watch.Added && ev.Type != watch.Modified {
@@ -318,8 +321,9 @@ func recordPhases(t *testing.T, ns, name string) *phaseRecorder {
 			}
 			if pg, ok := ev.Object.(*schedulingv1beta1.PodGroup); ok {
 				r.mu.Lock()
-				if n := len(r.phases); n == 0 || r.phases[n-1] != pg.Status.Phase {
-					r.phases = append(r.phases, pg.Status.Phase)
+				p := r.phases[pg.Name]
+				if n := len(p); n == 0 || p[n-1] != pg.Status.Phase {
+					r.phases[pg.Name] = append(p, pg.Status.Phase)
 				}
 				r.mu.Unlock()
 			}
@@ -329,10 +333,16 @@ func recordPhases(t *testing.T, ns, name string) *phaseRecorder {
 	return r
 }
 
+func (r *phaseRecorder) of(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.name = name
+}
+
 func (r *phaseRecorder) get() []schedulingv1beta1.PodGroupPhase {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]schedulingv1beta1.PodGroupPhase(nil), r.phases...)
+	return append([]schedulingv1beta1.PodGroupPhase(nil), r.phases[r.name]...)
 }
 
 // waitEvent waits for an Event on the PodGroup with the reason and message fragments.

@@ -79,6 +79,9 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 	ns := namespace(t, "vcjob")
 	rack(t, "vcjob", "vcjob-rack-0", 2)
 	rack(t, "vcjob", "vcjob-rack-1", 2)
+	// Volcano's scheduler (not run here) creates the root Queue that Volcano's queue controller
+	// expects as every Queue's parent; its queue controller then opens vcjob-q.
+	queue(t, "root", nil, "", "")
 	queue(t, "vcjob-q", nil, "", "")
 	startVolcano(t, bin)
 
@@ -91,6 +94,7 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 				TerminationGracePeriodSeconds: ptr.To[int64](0),
 				Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
 					Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}}}}}}}}
+	phases := recordPhases(t, ns, "") // from before the PodGroup exists
 	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), job))
 
 	// Volcano's job controller creates the PodGroup (named after the Job and its UID).
@@ -108,11 +112,21 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 		}
 		return false, nil
 	})
-	phases := recordPhases(t, ns, pgName)
-	waitPG(t, ns, pgName, "Inqueue", func(pg *schedulingv1beta1.PodGroup) bool {
-		return pg.Status.Phase != "" && pg.Status.Phase != schedulingv1beta1.PodGroupPending
+	phases.of(pgName)
+	waitFor(t, 60*time.Second, "the PodGroup stored Inqueue", func(context.Context) (bool, error) {
+		for _, p := range phases.get() {
+			if p == schedulingv1beta1.PodGroupInqueue {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	kubectlShows(t, ns, pgName, "")
+	waitFor(t, 30*time.Second, "Volcano's queue controller to open the Queue", func(ctx context.Context) (bool, error) {
+		var q schedulingv1beta1.Queue
+		err := env.Client.Get(ctx, client.ObjectKey{Name: "vcjob-q"}, &q)
+		return err == nil && q.Status.State == schedulingv1beta1.QueueStateOpen, err
+	})
 
 	// Volcano creates the pods only now; hyperbatch-scheduler places all 4 in one rack.
 	var nodes []string
@@ -163,10 +177,15 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 		p := phases.get()
 		return len(p) > 0 && p[len(p)-1] == schedulingv1beta1.PodGroupCompleted, nil
 	})
+	// Each phase in order (Volcano's job controller creates the PodGroup Pending or without a phase).
 	got := phases.get()
-	assert.Contains(t, got, schedulingv1beta1.PodGroupInqueue)
-	assert.Contains(t, got, schedulingv1beta1.PodGroupRunning)
-	assert.Equal(t, schedulingv1beta1.PodGroupCompleted, got[len(got)-1], "phases seen: %v", got)
+	var order []schedulingv1beta1.PodGroupPhase
+	for _, p := range got {
+		if p == schedulingv1beta1.PodGroupInqueue || p == schedulingv1beta1.PodGroupRunning || p == schedulingv1beta1.PodGroupCompleted {
+			order = append(order, p)
+		}
+	}
+	assert.Equal(t, []schedulingv1beta1.PodGroupPhase{schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupRunning, schedulingv1beta1.PodGroupCompleted}, order, "phases seen: %v", got)
 }
 
 // kubectlShows checks that `kubectl get podgroup` prints the PodGroup with the phase (any phase when
