@@ -75,6 +75,7 @@ bench: test-tools crds ## Benchmarks under bench/ (results and ratios land in be
 	$(GO) test -run '^$$' -bench 'DomainChoice|TreeBuild|NodeAdd|HyperNodeUpdate' -benchmem ./bench/scheduler/
 	$(GO) test -run '^$$' -bench 'SchedulingThroughput' -benchtime=1x -timeout 60m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt
 
 .PHONY: e2e-kind
 e2e-kind: ## End-to-end suite on kind (needs Docker and internet; not run in CI here).

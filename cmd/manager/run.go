@@ -17,6 +17,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/certs"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/webhook"
@@ -29,6 +30,14 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
+	},
+	// PodGroup lifecycle (enqueue, phase, counts, conditions) for hyperbatch-scheduler's gangs.
+	"podgroupstatus": func(m ctrl.Manager, _ options) error {
+		r, err := podgroupstatus.NewReconciler(m, podgroupstatus.Options{})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(m)
 	},
 }
 

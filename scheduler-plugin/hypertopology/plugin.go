@@ -30,7 +30,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -38,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	schedlisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -149,9 +149,11 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framewor
 	if _, err := pgInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { p.onPodGroup(obj) },
 		UpdateFunc: func(oldObj, obj interface{}) {
-			// Spec changes only: status updates (Volcano's controllers) must not re-activate pods.
-			if o, ok := oldObj.(metav1.Object); ok {
-				if n, ok := obj.(metav1.Object); ok && o.GetGeneration() == n.GetGeneration() {
+			// Spec changes, and leaving the Pending phase (enqueued, see PreEnqueue), only: other
+			// status updates must not re-activate pods.
+			if o, ok := oldObj.(*schedulingv1beta1.PodGroup); ok {
+				if n, ok := obj.(*schedulingv1beta1.PodGroup); ok && o.Generation == n.Generation &&
+					(o.Status.Phase != schedulingv1beta1.PodGroupPending || n.Status.Phase == schedulingv1beta1.PodGroupPending) {
 					return
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
@@ -35,6 +36,13 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	pg, err := p.pgLister.PodGroups(key.Namespace).Get(key.Name)
 	if err != nil {
 		return nil // no PodGroup (or lister error): let PreFilter decide
+	}
+	if pg.Status.Phase == schedulingv1beta1.PodGroupPending {
+		// Not admitted to its queue (queue missing, closed or full): the PodGroup's Unschedulable
+		// condition and Events (controllers/podgroupstatus) say why. Leaving Pending re-activates
+		// the gang (onPodGroup, hintPodGroup). An empty phase (no lifecycle controller) is not gated.
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("gang %s waits for its PodGroup to be enqueued (phase Pending, queue %q)", key, pg.Spec.Queue))
 	}
 	minMember := max(pg.Spec.MinMember, 1)
 	n := int32(len(p.members(key)))

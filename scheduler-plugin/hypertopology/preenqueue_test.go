@@ -2,6 +2,7 @@ package hypertopology
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestPreEnqueue(t *testing.T) {
 		{"incomplete", 3, []*corev1.Pod{a0, a1, b0, done, deleting}, a0, true},
 		{"complete", 2, []*corev1.Pod{a0, a1, b0}, a1, false},
 		{"minMember 0 counts as 1", -1, []*corev1.Pod{a0}, a0, false},
+		{"PodGroup Pending (not enqueued)", 2, []*corev1.Pod{a0, a1}, a0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pgs := []*schedulingv1beta1.PodGroup{}
@@ -40,7 +42,11 @@ func TestPreEnqueue(t *testing.T) {
 				if m < 0 {
 					m = 0
 				}
-				pgs = append(pgs, pg("a", now, m))
+				g := pg("a", now, m)
+				if strings.Contains(tc.name, "Pending") {
+					g.Status.Phase = schedulingv1beta1.PodGroupPending
+				}
+				pgs = append(pgs, g)
 			}
 			p := testPlugin(t, pgs, tc.pods)
 			st := p.PreEnqueue(context.Background(), tc.pod)

@@ -1,0 +1,392 @@
+package podgroupstatus
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+)
+
+const gpu = corev1.ResourceName("nvidia.com/gpu")
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// dumpLogOnFailure prints the end of the scheduler/controller log when the test failed.
+func dumpLogOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() || logPath == "" {
+			return
+		}
+		b, err := os.ReadFile(logPath)
+		if err != nil {
+			return
+		}
+		if len(b) > 20000 {
+			b = b[len(b)-20000:]
+		}
+		t.Logf("log tail:\n%s", b)
+	})
+}
+
+var nsSeq int
+
+// namespace creates a fresh namespace (a suffix keeps -count=N runs apart); its pods are
+// force-deleted at the end.
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	nsSeq++
+	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
+	_, err := cs.CoreV1().Namespaces().Create(ctxFor(t, 30*time.Second), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	})
+	return name
+}
+
+// rack creates nodes fake nodes (8 GPUs, 64 CPUs each, labelled hb-test=<test>) and a tier-1 HyperNode
+// selecting them by the label hb-rack=<name>.
+func rack(t *testing.T, test, name string, nodes int) {
+	t.Helper()
+	for i := 0; i < nodes; i++ {
+		fakeNode(t, test, fmt.Sprintf("%s-n%d", name, i), name)
+	}
+	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, TierName: "rack", Members: []topologyv1alpha1.MemberSpec{{
+			Type:     topologyv1alpha1.MemberTypeNode,
+			Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{"hb-rack": name}}}}}}}
+	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), hn))
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), hn)
+	})
+}
+
+// fakeNode creates a Ready node (no kubelet) in a rack.
+func fakeNode(t *testing.T, test, name, rackName string) {
+	t.Helper()
+	ctx := ctxFor(t, 30*time.Second)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"hb-test": test, "hb-rack": rackName, corev1.LabelHostname: name}}}
+	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8"),
+	}
+	created.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Phase: corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	// TaintNodesByCondition adds node.kubernetes.io/not-ready on creation; no lifecycle controller here.
+	updated.Spec.Taints = nil
+	_, err = cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// queue creates a Volcano Queue; state "" leaves status alone (no queue controller runs here).
+func queue(t *testing.T, name string, capability corev1.ResourceList, state schedulingv1beta1.QueueState, strategy schedulingv1beta1.DequeueStrategy) {
+	t.Helper()
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability, DequeueStrategy: strategy}}
+	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), q))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
+	if state != "" {
+		setQueueState(t, name, state)
+	}
+}
+
+// setQueueState writes the Queue's status.state as Volcano's queue controller does on an
+// open/close command.
+func setQueueState(t *testing.T, name string, state schedulingv1beta1.QueueState) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var q schedulingv1beta1.Queue
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, &q); err != nil {
+			return err
+		}
+		q.Status.State = state
+		return env.Client.Status().Update(context.Background(), &q)
+	}))
+}
+
+type pgOpts struct {
+	queue     string
+	minMember int32
+	minGPU    int64
+	topology  *schedulingv1beta1.NetworkTopologySpec
+	owner     *metav1.OwnerReference
+}
+
+func podGroup(t *testing.T, ns, name string, o pgOpts) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: o.minMember, Queue: o.queue, NetworkTopology: o.topology}}
+	if o.minGPU > 0 {
+		pg.Spec.MinResources = &corev1.ResourceList{gpu: *resource.NewQuantity(o.minGPU, resource.DecimalSI)}
+	}
+	if o.owner != nil {
+		pg.OwnerReferences = []metav1.OwnerReference{*o.owner}
+	}
+	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), pg))
+	return pg
+}
+
+func hardTier1() *schedulingv1beta1.NetworkTopologySpec {
+	return &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(1)}
+}
+
+// gangPods creates n pods of group asking for gpus GPUs each, for schedulerName, on the test's nodes.
+func gangPods(t *testing.T, test, ns, group, schedulerName string, n int, gpus int64) {
+	t.Helper()
+	gangPodsFrom(t, test, ns, group, schedulerName, 0, n, gpus)
+}
+
+// gangPodsFrom creates pods number from..from+n-1 of group (see gangPods).
+func gangPodsFrom(t *testing.T, test, ns, group, schedulerName string, from, n int, gpus int64) {
+	t.Helper()
+	ctx := ctxFor(t, 60*time.Second)
+	for i := from; i < from+n; i++ {
+		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i), Labels: map[string]string{"group": group},
+				Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
+			Spec: corev1.PodSpec{
+				SchedulerName:                 schedulerName,
+				NodeSelector:                  map[string]string{"hb-test": test},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+				Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
+					Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}},
+			},
+		}
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+}
+
+func groupPods(t *testing.T, ns, group string) []corev1.Pod {
+	t.Helper()
+	l, err := cs.CoreV1().Pods(ns).List(ctxFor(t, 30*time.Second), metav1.ListOptions{LabelSelector: "group=" + group})
+	require.NoError(t, err)
+	return l.Items
+}
+
+// waitBound waits until n pods of the group are bound and returns their nodes.
+func waitBound(t *testing.T, ns, group string, n int) []string {
+	t.Helper()
+	var nodes []string
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d pods of %s bound", n, group), func(ctx context.Context) (bool, error) {
+		nodes = nodes[:0]
+		for _, p := range groupPods(t, ns, group) {
+			if p.Spec.NodeName != "" {
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+		}
+		return len(nodes) >= n, nil
+	})
+	return nodes
+}
+
+// setPodsPhase plays the kubelet: every bound pod of the group gets the phase.
+func setPodsPhase(t *testing.T, ns, group string, phase corev1.PodPhase) {
+	t.Helper()
+	for _, p := range groupPods(t, ns, group) {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := cs.CoreV1().Pods(ns).Get(context.Background(), p.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Phase = phase
+			ready := corev1.ConditionFalse
+			if phase == corev1.PodRunning {
+				ready = corev1.ConditionTrue
+			}
+			cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()})
+			_, err = cs.CoreV1().Pods(ns).UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+			return err
+		}), "pod %s", p.Name)
+	}
+}
+
+func getPG(ctx context.Context, ns, name string) (*schedulingv1beta1.PodGroup, error) {
+	var pg schedulingv1beta1.PodGroup
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pg)
+	return &pg, err
+}
+
+// waitPG waits until the PodGroup satisfies cond and returns it.
+func waitPG(t *testing.T, ns, name, what string, cond func(*schedulingv1beta1.PodGroup) bool) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	var last *schedulingv1beta1.PodGroup
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pg, err := getPG(ctx, ns, name)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last = pg
+		return cond(pg), nil
+	})
+	if err != nil {
+		var st any
+		if last != nil {
+			st = last.Status
+		}
+		t.Fatalf("PodGroup %s/%s: timed out waiting for %s; last status %+v (last error %v)", ns, name, what, st, lastErr)
+	}
+	return last
+}
+
+func phaseIs(p schedulingv1beta1.PodGroupPhase) func(*schedulingv1beta1.PodGroup) bool {
+	return func(pg *schedulingv1beta1.PodGroup) bool { return pg.Status.Phase == p }
+}
+
+func condition(pg *schedulingv1beta1.PodGroup, t schedulingv1beta1.PodGroupConditionType) *schedulingv1beta1.PodGroupCondition {
+	for i := range pg.Status.Conditions {
+		if pg.Status.Conditions[i].Type == t {
+			return &pg.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// unschedulable matches a PodGroup whose Unschedulable condition has the status and reason and whose
+// message holds every fragment.
+func unschedulable(status corev1.ConditionStatus, reason string, fragments ...string) func(*schedulingv1beta1.PodGroup) bool {
+	return func(pg *schedulingv1beta1.PodGroup) bool {
+		c := condition(pg, schedulingv1beta1.PodGroupUnschedulableType)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return false
+		}
+		for _, f := range fragments {
+			if !strings.Contains(c.Message, f) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// phaseRecorder watches one PodGroup and records every phase it is stored with.
+type phaseRecorder struct {
+	mu     sync.Mutex
+	phases []schedulingv1beta1.PodGroupPhase
+}
+
+func recordPhases(t *testing.T, ns, name string) *phaseRecorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := wc.Watch(ctx, &schedulingv1beta1.PodGroupList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	require.NoError(t, err)
+	r := &phaseRecorder{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			if pg, ok := ev.Object.(*schedulingv1beta1.PodGroup); ok {
+				r.mu.Lock()
+				if n := len(r.phases); n == 0 || r.phases[n-1] != pg.Status.Phase {
+					r.phases = append(r.phases, pg.Status.Phase)
+				}
+				r.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); cancel() })
+	return r
+}
+
+func (r *phaseRecorder) get() []schedulingv1beta1.PodGroupPhase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]schedulingv1beta1.PodGroupPhase(nil), r.phases...)
+}
+
+// waitEvent waits for an Event on the PodGroup with the reason and message fragments.
+func waitEvent(t *testing.T, ns, pg, reason string, fragments ...string) {
+	t.Helper()
+	var notes []string
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		notes = notes[:0]
+		for _, e := range l.Items {
+			if e.InvolvedObject.Kind != "PodGroup" || e.InvolvedObject.Name != pg {
+				continue
+			}
+			notes = append(notes, e.Reason+": "+e.Message)
+			if e.Reason == reason && containsAll(e.Message, fragments) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s Event on PodGroup %s/%s with %q; its events: %q", reason, ns, pg, fragments, notes)
+	}
+}
+
+func containsAll(s string, fragments []string) bool {
+	for _, f := range fragments {
+		if !strings.Contains(s, f) {
+			return false
+		}
+	}
+	return true
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
+
+const hb = schedulerenv.SchedulerName
+
+func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}

@@ -1,0 +1,189 @@
+// Package podgroupstatus tests the PodGroup lifecycle controller against a real kube-apiserver with
+// the real hyperbatch-scheduler running in the test process (no kubelet: the test plays the kubelet
+// and moves bound pods to Running and Succeeded).
+package podgroupstatus
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+)
+
+var (
+	env     *framework.Env
+	cs      kubernetes.Interface
+	logPath string
+	// ctl is the running controller (replaced by the restart test).
+	ctl *controllerRun
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "podgroupstatus integration: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	var err error
+	env, err = framework.Start(framework.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("control plane did not start: %w", err)
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+	}()
+	if cs, err = kubernetes.NewForConfig(env.Config); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "hb-pgstatus-it")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+
+	// Scheduler and controller logs go to a file whose tail is printed when a test fails
+	// (HB_TEST_LOG=stderr keeps them on stderr).
+	if os.Getenv("HB_TEST_LOG") != "stderr" {
+		logPath = filepath.Join(dir, "test.log")
+		f, err := os.Create(logPath)
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = f.Close() }()
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("logtostderr", "false")
+		_ = fs.Set("alsologtostderr", "false")
+		if v := os.Getenv("HB_TEST_V"); v != "" {
+			_ = fs.Set("v", v)
+		}
+		klog.SetOutput(f)
+	}
+	ctrllog.SetLogger(klog.NewKlogr())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done, err := schedulerenv.Start(ctx, env.Config, dir)
+	if err != nil {
+		return 0, err
+	}
+	if ctl, err = startController(); err != nil {
+		return 0, err
+	}
+	code := m.Run()
+	ctl.stop()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "scheduler did not stop within 30s")
+	}
+	return code, nil
+}
+
+// writeCounter counts the mutating requests (POST, PUT, PATCH, DELETE) the controller's client sends
+// for PodGroups, per PodGroup name, at the HTTP transport.
+type writeCounter struct {
+	mu     sync.Mutex
+	byName map[string]int
+	total  int
+}
+
+func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if i := strings.Index(req.URL.Path, "/podgroups/"); i >= 0 {
+				name := strings.SplitN(req.URL.Path[i+len("/podgroups/"):], "/", 2)[0]
+				w.mu.Lock()
+				w.byName[name]++
+				w.total++
+				w.mu.Unlock()
+			}
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+func (w *writeCounter) Total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total
+}
+
+func (w *writeCounter) For(name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byName[name]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type controllerRun struct {
+	writes *writeCounter
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startController starts a manager with only the podgroupstatus controller, its writes counted.
+func startController() (*controllerRun, error) {
+	w := &writeCounter{byName: map[string]int{}}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(w.RoundTrip)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme.New(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// The restart test runs a second controller of the same name in this process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &controllerRun{writes: w, cancel: cancel, done: make(chan error, 1)}
+	go func() { run.done <- mgr.Start(ctx) }()
+	return run, nil
+}
+
+func (c *controllerRun) stop() {
+	c.cancel()
+	if err := <-c.done; err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+	}
+}
