@@ -40,6 +40,7 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 func TestKubectlApplyKeepsDefaults(t *testing.T) {
 	ctx := context.Background()
 	ns := testNamespace(t)
+	ensureQueue(t, "team-k") // Volcano's job validation refuses a Job whose queue is missing
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-kubectl-" + ns}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 		Defaults:          hbv1.PolicyDefaults{Queue: "team-k", SchedulerName: "hyperbatch-scheduler"}}}
