@@ -221,7 +221,9 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}}) })
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5),
 		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
@@ -274,7 +276,9 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}}) })
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
 	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
@@ -304,7 +308,9 @@ func TestJourneyJobSet(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
-	t.Cleanup(func() { _ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}}) })
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5)})
 	rj := func(name string, pods int) string {
