@@ -82,10 +82,13 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 func TestVolcanoControllersCreatePodGroup(t *testing.T) {
 	start(t, framework.StartVolcanoControllers)
 	ns := namespace(t)
+	// Volcano's job controller reads the Job's Queue before it creates the PodGroup.
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-" + ns}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	require.NoError(t, env.Client.Create(context.Background(), q))
 	podSpec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}, Spec: batchv1alpha1.JobSpec{
-		SchedulerName: "volcano", Queue: "default", MinAvailable: 2,
+		SchedulerName: "volcano", Queue: q.Name, MinAvailable: 2,
 		Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2, Template: corev1.PodTemplateSpec{Spec: podSpec}}}}}
 	require.NoError(t, env.Client.Create(context.Background(), job))
 	eventually(t, "Volcano's job controller to create the Job's PodGroup", func(ctx context.Context) (bool, error) {
