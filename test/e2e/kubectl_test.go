@@ -59,6 +59,11 @@ spec:
   tasks:
   - name: worker
     replicas: 1
+    # What Volcano's mutating webhook fills into every task on create. Without them the re-applies
+    # below would send a tasks list without them, which Volcano's validation refuses as a change of
+    # the Job, and a server-side apply would conflict on the atomic .spec.tasks (docs/webhooks.md).
+    minAvailable: 1
+    maxRetry: 3
     template:
       spec:
         restartPolicy: Never

@@ -48,8 +48,9 @@ func volcanoModuleDir(t *testing.T) string {
 }
 
 // Volcano's examples write `queue: default`. With a policy whose queue is another one, a client-side
-// apply keeps the user's `default` (kubectl's last-applied-configuration shows the user wrote it),
-// and a server-side apply of the same file afterwards succeeds without a conflict and keeps it too.
+// apply keeps the user's `default` (kubectl's last-applied-configuration shows the user wrote it), a
+// server-side apply of the same file afterwards has no conflict on .spec.queue, and a server-side
+// create keeps `default` too (the Apply managedFields entry shows the user wrote it).
 // A manifest without a queue gets the policy's queue although Volcano's webhook (and the CRD) would
 // write `default`.
 func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
@@ -79,8 +80,17 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			assert.Equal(t, "default", job.Spec.Queue, "client-side apply: the example's own queue is kept")
 			assert.Equal(t, "volcano", job.Spec.SchedulerName, "the example's scheduler is kept")
 
+			// The server-side apply after the client-side one: no conflict on .spec.queue (before the
+			// user-written-queue rule there was). It does conflict on .spec.tasks: Volcano's mutating
+			// webhook rewrote the atomic tasks list on create (task minAvailable), so the stored list
+			// differs from the manifest's and belongs to kubectl-client-side-apply. That is Volcano's
+			// behaviour, with or without hyperbatch (docs/webhooks.md).
 			out, err = kubectl(t, "apply", "--server-side", "-n", ns, "-f", file)
-			require.NoError(t, err, "server-side apply after the client-side one (no conflict on .spec.queue):\n%s", out)
+			if err != nil {
+				assert.NotContains(t, out, ".spec.queue", "server-side apply after client-side apply conflicts on the queue")
+				assert.Contains(t, out, "conflict with \"kubectl-client-side-apply\"", "unexpected failure:\n%s", out)
+				assert.Contains(t, out, ".spec.tasks", "unexpected failure:\n%s", out)
+			}
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
 			assert.Equal(t, "default", job.Spec.Queue, "after the server-side apply")
 
