@@ -6,6 +6,7 @@ package gang
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +77,7 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 		MinMember:    max(pg.Spec.MinMember, 1),
 	}
 	if pg.Spec.MinResources != nil {
-		s.MinResources = pg.Spec.MinResources.DeepCopy()
+		s.MinResources = nodeResources(*pg.Spec.MinResources)
 	}
 	if nt := pg.Spec.NetworkTopology; nt != nil {
 		t := &Topology{Mode: Mode(nt.Mode), HighestTierName: nt.HighestTierName}
@@ -133,4 +134,26 @@ func (t *Topology) Resolve(tierOfName func(string) (int, bool)) (Limit, error) {
 		return Limit{Hard: true, Tier: tier, Describe: fmt.Sprintf("highestTierName=%s (tier %d)", t.HighestTierName, tier)}, nil
 	}
 	return Limit{Describe: "hard without a tier bound (behaves as soft)"}, nil
+}
+
+// nodeResources keeps the names of minResources that nodes can offer. Volcano's job controller writes
+// a PodGroup's minResources in ResourceQuota form too ("requests.cpu", "count/pods" next to "cpu" and
+// "pods"); no node allocates those, so as demands they would make every domain look full.
+// "requests.<name>" counts as <name> when <name> itself is absent; "limits.*" and "count/*" are dropped.
+func nodeResources(in corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range in {
+		name := string(n)
+		switch {
+		case strings.HasPrefix(name, "count/"), strings.HasPrefix(name, "limits."):
+		case strings.HasPrefix(name, "requests."):
+			plain := corev1.ResourceName(strings.TrimPrefix(name, "requests."))
+			if _, ok := in[plain]; !ok {
+				out[plain] = q.DeepCopy()
+			}
+		default:
+			out[n] = q.DeepCopy()
+		}
+	}
+	return out
 }
