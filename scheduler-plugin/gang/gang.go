@@ -139,13 +139,14 @@ func (t *Topology) Resolve(tierOfName func(string) (int, bool)) (Limit, error) {
 // nodeResources keeps the names of minResources that nodes can offer. Volcano's job controller writes
 // a PodGroup's minResources in ResourceQuota form too ("requests.cpu", "count/pods" next to "cpu" and
 // "pods"); no node allocates those, so as demands they would make every domain look full.
-// "requests.<name>" counts as <name> when <name> itself is absent; "limits.*" and "count/*" are dropped.
+// "requests.<name>" counts as <name> when <name> itself is absent; "limits.*" and "count/*" are dropped,
+// and so is "pods": the number of pods is minMember, and the domain search counts pod slots itself.
 func nodeResources(in corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for n, q := range in {
 		name := string(n)
 		switch {
-		case strings.HasPrefix(name, "count/"), strings.HasPrefix(name, "limits."):
+		case n == corev1.ResourcePods, strings.HasPrefix(name, "count/"), strings.HasPrefix(name, "limits."):
 		case strings.HasPrefix(name, "requests."):
 			plain := corev1.ResourceName(strings.TrimPrefix(name, "requests."))
 			if _, ok := in[plain]; !ok {

@@ -124,7 +124,7 @@ func TestSpecOfKeepsNodeResources(t *testing.T) {
 	}
 	pg := &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{MinMember: 9, MinResources: &min}}
 	got := SpecOf(pg, &corev1.Pod{}).MinResources
-	want := corev1.ResourceList{"pods": resource.MustParse("9"), "cpu": resource.MustParse("900m"),
+	want := corev1.ResourceList{"cpu": resource.MustParse("900m"),
 		"memory": resource.MustParse("576Mi"), "nvidia.com/gpu": resource.MustParse("2")}
 	if len(got) != len(want) {
 		t.Fatalf("MinResources = %v, want %v", got, want)
