@@ -7,7 +7,7 @@ SHELL := /usr/bin/env bash
 BIN        := $(CURDIR)/bin
 GO         ?= go
 NODES      ?= 16
-TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.
@@ -22,7 +22,7 @@ build: ## Build bin/manager and bin/scheduler.
 	$(GO) build -o $(BIN)/scheduler ./cmd/scheduler
 
 .PHONY: tools
-tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint) into bin/.
+tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint, Volcano's controller-manager, webhook-manager and scheduler, the JobSet controller) into bin/.
 	hack/tools.sh
 
 .PHONY: test-tools

@@ -2,11 +2,17 @@
 # Builds hyperbatch's development binaries from Go modules into bin/ (git-ignored).
 #
 #   hack/tools.sh [tool ...]     tools: etcd kube-apiserver kube-controller-manager kubectl kwok
-#                                       controller-gen helm golangci-lint   (default: all)
+#                                       controller-gen helm golangci-lint vc-controller-manager
+#                                       vc-webhook-manager vc-scheduler jobset-controller   (default: all)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
 # or its stamp (the pinned version plus a hash of the group's go.mod/go.sum) no longer matches.
+#
+# Built binaries are also kept in a per-user cache outside the checkout, keyed by a hash of the stamp
+# (like setup-envtest's binary store), so another clone on the same machine copies them instead of
+# compiling:  ${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}/<tool>-<sha>.
+# HYPERBATCH_TOOLS_CACHE=off disables it. A machine without the cache builds everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -36,7 +42,20 @@ GROUP[kwok]=kwok;                    PKG[kwok]=sigs.k8s.io/kwok/cmd/kwok
 GROUP[controller-gen]=gen;           PKG[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 GROUP[helm]=gen;                     PKG[helm]=helm.sh/helm/v3/cmd/helm
 GROUP[golangci-lint]=lint;           PKG[golangci-lint]=github.com/golangci/golangci-lint/v2/cmd/golangci-lint
-ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint"
+GROUP[vc-controller-manager]=volcano; PKG[vc-controller-manager]=volcano.sh/volcano/cmd/controller-manager
+GROUP[vc-webhook-manager]=volcano;    PKG[vc-webhook-manager]=volcano.sh/volcano/cmd/webhook-manager
+GROUP[vc-scheduler]=volcano;          PKG[vc-scheduler]=volcano.sh/volcano/cmd/scheduler
+GROUP[jobset-controller]=jobset;      PKG[jobset-controller]=sigs.k8s.io/jobset
+ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller"
+
+CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
+[ "$CACHE" = off ] || mkdir -p "$CACHE" 2>/dev/null || { echo "hack/tools.sh: cannot create the tool cache $CACHE; building without it" >&2; CACHE=off; }
+
+# to_cache bin cached: best effort (a full disk or read-only cache only costs the next clone a build);
+# the copy is renamed into place so a concurrent clone never runs a half-written binary.
+to_cache() {
+  cp "$1" "$2.tmp.$$" 2>/dev/null && mv "$2.tmp.$$" "$2" 2>/dev/null || rm -f "$2.tmp.$$"
+}
 
 stamp_of() { # tool -> stamp text
   local dir=hack/tools/${GROUP[$1]}
@@ -47,8 +66,18 @@ build() {
   local tool=$1 dir=hack/tools/${GROUP[$1]} out=$BIN/$1 stampf=$BIN/.$1.stamp want
   [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL"
   want=$(stamp_of "$tool")
+  local key cached=
+  key=$(printf '%s' "$want" | sha256sum | cut -c1-16)
+  [ "$CACHE" = off ] || cached=$CACHE/$tool-$key
   if [ -x "$out" ] && [ -f "$stampf" ] && [ "$(cat "$stampf")" = "$want" ]; then
     echo "  $tool: up to date ($out)"
+    [ -z "$cached" ] || [ -x "$cached" ] || to_cache "$out" "$cached"
+    return 0
+  fi
+  if [ -n "$cached" ] && [ -x "$cached" ]; then
+    cp "$cached" "$out.tmp" && mv "$out.tmp" "$out"
+    echo "$want" > "$stampf"
+    echo "  $tool: copied from the tool cache ($cached)"
     return 0
   fi
   local ldflags="-s -w"
@@ -64,6 +93,7 @@ build() {
   rm -f "$log"
   mv "$out.tmp" "$out"
   echo "$want" > "$stampf"
+  [ -z "$cached" ] || to_cache "$out" "$cached"
   echo "  $tool: built in $((SECONDS - start))s"
 }
 

@@ -6,8 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Volcano Jobs (batch.volcano.sh/v1alpha1): spec.queue, priorityClassName, schedulerName,
@@ -16,7 +14,7 @@ import (
 func (d *deps) volcanoJobMutator() admission.Handler {
 	return &mutator[*batchv1alpha1.Job]{
 		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
-		apply:       defaults.VolcanoJob,
+		apply:       volcanoJobDefaults,
 		copyObj:     ownTopLevel[batchv1alpha1.Job],
 	}
 }

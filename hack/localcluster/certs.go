@@ -32,6 +32,12 @@ type pki struct {
 	ProxyKey    string
 	SAKey       string // RSA key signing service-account tokens
 	SAPub       string
+	// Own serving certificates of the neighbours' webhook servers (127.0.0.1, signed by the CA):
+	// Volcano's webhook-manager, and the JobSet controller (tls.crt/tls.key in JobSetCertDir, the
+	// layout controller-runtime's webhook server reads).
+	VolcanoWebhookCert string
+	VolcanoWebhookKey  string
+	JobSetCertDir      string
 }
 
 func newPKI(dir string) pki {
@@ -42,6 +48,8 @@ func newPKI(dir string) pki {
 		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
 		ProxyCert: p("front-proxy-client.crt"), ProxyKey: p("front-proxy-client.key"),
 		SAKey: p("sa.key"), SAPub: p("sa.pub"),
+		VolcanoWebhookCert: p("volcano-webhook.crt"), VolcanoWebhookKey: p("volcano-webhook.key"),
+		JobSetCertDir: p("jobset-webhook"),
 	}
 }
 
@@ -110,6 +118,27 @@ func (p pki) generate() error {
 	}
 	if err := issue(proxy, caCert, caKey, p.ProxyCert, p.ProxyKey); err != nil {
 		return fmt.Errorf("front-proxy client certificate: %w", err)
+	}
+
+	for _, w := range []struct{ cn, cert, key string }{
+		{"volcano-admission-service", p.VolcanoWebhookCert, p.VolcanoWebhookKey},
+		{"jobset-webhook-service", filepath.Join(p.JobSetCertDir, "tls.crt"), filepath.Join(p.JobSetCertDir, "tls.key")},
+	} {
+		if err := os.MkdirAll(filepath.Dir(w.cert), 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(w.cert), err)
+		}
+		tmpl := &x509.Certificate{
+			Subject:     pkix.Name{CommonName: w.cn},
+			NotBefore:   now.Add(-time.Hour),
+			NotAfter:    now.AddDate(1, 0, 0),
+			KeyUsage:    x509.KeyUsageDigitalSignature,
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSNames:    []string{"localhost"},
+			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		}
+		if err := issue(tmpl, caCert, caKey, w.cert, w.key); err != nil {
+			return fmt.Errorf("%s serving certificate: %w", w.cn, err)
+		}
 	}
 
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)

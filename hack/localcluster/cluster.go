@@ -52,7 +52,7 @@ type state struct {
 }
 
 // stopOrder is the reverse of the start order; down stops components in this order.
-var stopOrder = []string{"scheduler", "manager", "kwok", "kube-controller-manager", "kube-apiserver", "etcd"}
+var stopOrder = []string{"jobset-controller", "vc-webhook-manager", "vc-controller-manager", "scheduler", "manager", "kwok", "kube-controller-manager", "kube-apiserver", "etcd"}
 
 // requiredTools are built by `make tools` (hack/tools.sh); manager and scheduler by `make build`.
 var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok"}
@@ -60,6 +60,7 @@ var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager"
 type upOptions struct {
 	nodes  int
 	noDemo bool
+	neighbourOptions
 }
 
 // session tracks the processes one `up` started so a failure can stop them again.
@@ -124,6 +125,12 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := l.checkNeighbourTools(cs, o.neighbourOptions); err != nil {
+		return err
+	}
+	if err := l.writeJobSetConfig(p); err != nil {
+		return err
+	}
 
 	s := &session{l: l}
 	defer func() {
@@ -154,12 +161,25 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	if err := k.waitDefaultServiceAccount(ctx); err != nil {
 		return err
 	}
-	if err := s.startAll(ctx, cs.Manager, cs.Scheduler); err != nil {
+	if err := k.installNeighbourWebhooks(ctx, p, o.neighbourOptions); err != nil {
 		return err
+	}
+	if err := s.startAll(ctx, append([]component{cs.Manager, cs.Scheduler}, cs.neighbours(o.neighbourOptions)...)...); err != nil {
+		return err
+	}
+	if !o.noVolcano {
+		if err := k.createQueues(ctx); err != nil {
+			return err
+		}
 	}
 	if !o.noDemo {
 		if err := k.demo(ctx); err != nil {
 			return err
+		}
+		if !o.noVolcano {
+			if err := k.demoVolcanoJob(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	step("local cluster up in %s", since(begin))
@@ -169,8 +189,8 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 
 // preflight fails early, with cause and fix, on what would otherwise fail halfway.
 func (l layout) preflight(ctx context.Context) error {
-	if l.portBase < 1024 || l.portBase > 65535-9 {
-		return fmt.Errorf("--port-base %d is out of range: the cluster needs 9 ports from it, pick 1024..65526", l.portBase)
+	if l.portBase < 1024 || l.portBase > 65535-portCount {
+		return fmt.Errorf("--port-base %d is out of range: the cluster needs %d ports from it, pick 1024..%d", l.portBase, portCount, 65535-portCount)
 	}
 	running, err := l.recordedProcs()
 	if err != nil {
@@ -216,7 +236,7 @@ func (l layout) preflight(ctx context.Context) error {
 	}
 	if len(busy) > 0 {
 		return fmt.Errorf("ports needed by the local cluster are taken:\n%s\nStop whatever holds them (an older local cluster: make down), or move this cluster with --port-base (it uses %d..%d)",
-			strings.Join(busy, "\n"), l.portBase, l.portBase+7)
+			strings.Join(busy, "\n"), l.portBase, l.portBase+portCount-1)
 	}
 
 	for _, b := range []struct{ name, pkg string }{{"manager", "./cmd/manager"}, {"scheduler", "./cmd/scheduler"}} {

@@ -30,13 +30,19 @@ const serviceClusterIPRange = "10.96.0.0/16"
 // ports are the loopback ports of one local cluster, all derived from --port-base.
 type ports struct {
 	APIServer, EtcdClient, EtcdPeer, ControllerManager, Kwok, ManagerMetrics, ManagerHealth, Scheduler, Webhook int
+	// The neighbours: Volcano's controller-manager (health) and webhook-manager, the JobSet controller.
+	VolcanoHealth, VolcanoWebhook, JobSetWebhook, JobSetHealth int
 }
+
+// portCount is how many consecutive ports from --port-base one cluster uses.
+const portCount = 13
 
 func portsFrom(base int) ports {
 	return ports{
 		APIServer: base, EtcdClient: base + 1, EtcdPeer: base + 2, ControllerManager: base + 3,
 		Kwok: base + 4, ManagerMetrics: base + 5, ManagerHealth: base + 6, Scheduler: base + 7,
-		Webhook: base + 8,
+		Webhook: base + 8, VolcanoHealth: base + 9, VolcanoWebhook: base + 10, JobSetWebhook: base + 11,
+		JobSetHealth: base + 12,
 	}
 }
 
@@ -57,6 +63,10 @@ func (p ports) all() []portUse {
 		{p.ManagerHealth, "manager --health-probe-bind-address"},
 		{p.Scheduler, "scheduler --secure-port"},
 		{p.Webhook, "manager --webhook-port"},
+		{p.VolcanoHealth, "vc-controller-manager --healthz-address"},
+		{p.VolcanoWebhook, "vc-webhook-manager --port"},
+		{p.JobSetWebhook, "jobset-controller webhook.port"},
+		{p.JobSetHealth, "jobset-controller health.healthProbeBindAddress"},
 	}
 }
 
@@ -65,6 +75,8 @@ func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 // componentSet builds the command lines of every process, in start order.
 type componentSet struct {
 	Etcd, APIServer, ControllerManager, Kwok, Manager, Scheduler component
+	// Neighbours: Volcano's controller-manager and webhook-manager, the JobSet controller (neighbours.go).
+	VolcanoControllers, VolcanoWebhook, JobSet component
 }
 
 func (l layout) components(p pki) (componentSet, error) {
@@ -192,6 +204,9 @@ func (l layout) components(p pki) (componentSet, error) {
 			}, serving...), delegated...),
 			Ready: httpReady(tlsClient, "https://"+loopback(pt.Scheduler)+"/readyz", ""),
 		},
+		VolcanoControllers: l.volcanoControllersComponent(),
+		VolcanoWebhook:     l.volcanoWebhookComponent(p),
+		JobSet:             l.jobSetComponent(),
 	}, nil
 }
 

@@ -1,7 +1,10 @@
 // Command localcluster runs hyperbatch's local development cluster from the binaries in bin/: etcd,
-// kube-apiserver, kube-controller-manager, kwok (fake nodes), hyperbatch's manager and scheduler.
+// kube-apiserver, kube-controller-manager, kwok (fake nodes), hyperbatch's manager and scheduler, and
+// the neighbours a user's cluster runs: Volcano's controller-manager and webhook-manager and the JobSet
+// controller (neighbours.go).
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
+//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
 //
@@ -58,13 +61,17 @@ func run(ctx context.Context, cmd string, args []string) error {
 		portBase *int
 		nodes    *int
 		noDemo   *bool
+		nb       neighbourOptions
 	)
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
-		portBase = fs.Int("port-base", 16443, "first of 9 consecutive loopback ports (kube-apiserver gets this one)")
+		portBase = fs.Int("port-base", 16443, "first of 13 consecutive loopback ports (kube-apiserver gets this one)")
 		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
-		noDemo = fs.Bool("no-demo", false, "skip the acceptance check (a hyperbatch-scheduler pod must become Running)")
+		noDemo = fs.Bool("no-demo", false, "skip the acceptance checks (a hyperbatch-scheduler pod must become Running; with Volcano, a Volcano Job must complete)")
+		fs.BoolVar(&nb.noVolcano, "no-volcano", false, "do not start Volcano's controller-manager and webhook-manager (nor create Volcano Queues)")
+		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
+		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
 	case "down", "status":
 	case "-h", "--help", "help":
 		fmt.Print(usage)
@@ -85,7 +92,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	}
 	switch cmd {
 	case "up":
-		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo})
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, neighbourOptions: nb})
 	case "down":
 		return down(l)
 	default:

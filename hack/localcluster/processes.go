@@ -175,6 +175,8 @@ type recordedProc struct {
 var expectedBinary = map[string]string{
 	"etcd": "etcd", "kube-apiserver": "kube-apiserver", "kube-controller-manager": "kube-controller-manager",
 	"kwok": "kwok", "manager": "manager", "scheduler": "scheduler",
+	"vc-controller-manager": "vc-controller-manager", "vc-webhook-manager": "vc-webhook-manager",
+	"jobset-controller": "jobset-controller",
 }
 
 func (l layout) recordedProcs() ([]recordedProc, error) {

@@ -54,7 +54,7 @@ func (r *run) queueDefault() (queue string, source Source) {
 
 // fillSpecQueue fills a spec.queue field that is unset in the sense of queueUnsetInSpec.
 func (r *run) fillSpecQueue(dst *string, path string) {
-	if !queueUnsetInSpec(*dst) {
+	if !queueUnsetInSpec(*dst) || (r.explicitQueue && NormalizeQueue(*dst) != "") {
 		return
 	}
 	if q, src := r.queueDefault(); q != "" && q != *dst {

@@ -86,6 +86,8 @@ type run struct {
 	policy *hbv1.WorkloadPolicy
 	res    Result
 	prov   provenance
+	// explicitQueue: the user wrote the object's spec.queue (even Volcano's "default"), so it is kept.
+	explicitQueue bool
 }
 
 func begin(ns Namespace, pols *Policies) *run {

@@ -11,10 +11,23 @@ import (
 // VolcanoJob fills a Volcano Job's spec.queue, priorityClassName, schedulerName, networkTopology and
 // ttlSecondsAfterFinished, and the hyperbatch.dev/active-deadline-seconds annotation, where unset.
 func VolcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
+	return volcanoJob(job, ns, pols, false)
+}
+
+// VolcanoJobExplicitQueue is VolcanoJob for a Job whose spec.queue the user is known to have written
+// (the webhook reads this from the request: kubectl's last-applied-configuration or a server-side
+// apply's managedFields). Its queue is kept even when it is Volcano's "default", which otherwise
+// counts as unset because the Job CRD defaults an omitted queue to "default".
+func VolcanoJobExplicitQueue(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
+	return volcanoJob(job, ns, pols, true)
+}
+
+func volcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies, explicitQueue bool) Result {
 	if job == nil {
 		return Result{}
 	}
 	r := begin(ns, pols)
+	r.explicitQueue = explicitQueue
 	d := r.defaults()
 	r.fillJobSpec(&job.Spec, "spec")
 	if job.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {

@@ -150,15 +150,22 @@ func (t *Topology) Resolve(hasTierName func(string) bool) (Limit, error) {
 // fills a PodGroup's minResources with ResourceQuota-style usage (quota's PodUsageFunc over the
 // minAvailable pods): besides cpu, memory and extended resources it adds requests.*, limits.*,
 // count/* and pods, which no node offers in that form; as a placement floor they would make every
-// domain too small. The pod count is minMember's business.
-func nodeResources(l corev1.ResourceList) corev1.ResourceList {
+// domain too small. "requests.<name>" counts as <name> when <name> itself is absent; limits.*,
+// count/* and pods are dropped (the pod count is minMember's business). Nil when nothing is left.
+func nodeResources(in corev1.ResourceList) corev1.ResourceList {
 	out := corev1.ResourceList{}
-	for name, q := range l {
-		n := string(name)
-		if name == corev1.ResourcePods || strings.HasPrefix(n, "requests.") || strings.HasPrefix(n, "limits.") || strings.HasPrefix(n, "count/") {
-			continue
+	for n, q := range in {
+		name := string(n)
+		switch {
+		case n == corev1.ResourcePods, strings.HasPrefix(name, "count/"), strings.HasPrefix(name, "limits."):
+		case strings.HasPrefix(name, "requests."):
+			plain := corev1.ResourceName(strings.TrimPrefix(name, "requests."))
+			if _, ok := in[plain]; !ok {
+				out[plain] = q.DeepCopy()
+			}
+		default:
+			out[n] = q.DeepCopy()
 		}
-		out[name] = q.DeepCopy()
 	}
 	if len(out) == 0 {
 		return nil

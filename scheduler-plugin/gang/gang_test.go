@@ -133,3 +133,26 @@ func TestSpecOfMinResourcesFromVolcano(t *testing.T) {
 		t.Fatalf("MinResources of counts only = %v, want nil", got)
 	}
 }
+
+// Volcano's job controller writes minResources in ResourceQuota form as well; only node resources
+// remain as the gang's demand.
+func TestSpecOfKeepsNodeResources(t *testing.T) {
+	min := corev1.ResourceList{
+		"count/pods": resource.MustParse("9"), "pods": resource.MustParse("9"),
+		"cpu": resource.MustParse("900m"), "requests.cpu": resource.MustParse("900m"),
+		"requests.memory": resource.MustParse("576Mi"), "limits.cpu": resource.MustParse("2"),
+		"requests.nvidia.com/gpu": resource.MustParse("2"),
+	}
+	pg := &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{MinMember: 9, MinResources: &min}}
+	got := SpecOf(pg, &corev1.Pod{}).MinResources
+	want := corev1.ResourceList{"cpu": resource.MustParse("900m"),
+		"memory": resource.MustParse("576Mi"), "nvidia.com/gpu": resource.MustParse("2")}
+	if len(got) != len(want) {
+		t.Fatalf("MinResources = %v, want %v", got, want)
+	}
+	for n, q := range want {
+		if g, ok := got[n]; !ok || g.Cmp(q) != 0 {
+			t.Errorf("MinResources[%s] = %v, want %v", n, got[n], q)
+		}
+	}
+}

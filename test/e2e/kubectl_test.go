@@ -40,6 +40,7 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 func TestKubectlApplyKeepsDefaults(t *testing.T) {
 	ctx := context.Background()
 	ns := testNamespace(t)
+	ensureQueue(t, "team-k") // Volcano's job validation refuses a Job whose queue is missing
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-kubectl-" + ns}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
 		Defaults:          hbv1.PolicyDefaults{Queue: "team-k", SchedulerName: "hyperbatch-scheduler"}}}
@@ -58,6 +59,11 @@ spec:
   tasks:
   - name: worker
     replicas: 1
+    # What Volcano's mutating webhook fills into every task on create. Without them the re-applies
+    # below would send a tasks list without them, which Volcano's validation refuses as a change of
+    # the Job, and a server-side apply would conflict on the atomic .spec.tasks (docs/webhooks.md).
+    minAvailable: 1
+    maxRetry: 3
     template:
       spec:
         restartPolicy: Never

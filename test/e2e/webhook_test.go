@@ -25,6 +25,8 @@ import (
 func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	ctx := context.Background()
 	ns := testNamespace(t)
+	ensureQueue(t, "team-e2e") // Volcano's job validation refuses a Job whose queue is missing
+	ensureQueue(t, "research") // so that the denial below is ours (allowedQueues), not Volcano's "queue not found"
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns}, Value: 1000}
 	if err := c.Create(ctx, pc); err != nil {
 		t.Fatal(err)

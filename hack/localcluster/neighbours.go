@@ -1,0 +1,351 @@
+package main
+
+// The neighbours: the upstream workload controllers a user's cluster runs next to hyperbatch, started
+// by `up` unless a --no-* flag leaves them out:
+//   - Volcano's controller-manager (job, pg, queue, gc controllers; no HyperNode discovery, which would
+//     overwrite the local HyperNode tree),
+//   - Volcano's webhook-manager with its own serving certificate, and the webhook configurations
+//     Volcano's Helm chart installs (URL mode on loopback instead of a Service),
+//   - the JobSet controller with its JobSet webhooks (its internal cert rotation is off: it needs a
+//     Service and Secret; the local CA signs its serving certificate instead),
+//   - the Volcano Queues `root` and `default` (as Volcano's scheduler creates them) and the demo's queues.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+)
+
+// neighbourOptions say which neighbours `up` leaves out.
+type neighbourOptions struct {
+	noVolcano, noVolcanoWebhooks, noJobSet bool
+}
+
+// volcanoControllers run in Volcano's controller-manager here.
+var volcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
+
+// volcanoAdmissions are the webhook-manager's services this cluster registers (Volcano's Helm chart
+// also registers pod webhooks; they serve Volcano's resource-group and budget annotations only, so
+// plain pods here are not routed through them).
+var volcanoAdmissions = []string{"/jobs/mutate", "/jobs/validate", "/podgroups/mutate", "/queues/mutate", "/queues/validate"}
+
+// demoQueues are the Volcano Queues the local cluster creates: Volcano's own two and the README's.
+var demoQueues = []string{"root", "default", "team-a", "shared"}
+
+func (l layout) jobSetConfig() string { return filepath.Join(l.dir, "jobset-config.yaml") }
+
+func (l layout) volcanoControllersComponent() component {
+	pt := l.ports()
+	return component{
+		Name: "vc-controller-manager", Binary: filepath.Join(l.bin, "vc-controller-manager"), StartTimeout: 90 * time.Second,
+		Args: []string{
+			"--kubeconfig=" + l.kubeconfig(),
+			"--leader-elect=false",
+			"--controllers=" + strings.Join(volcanoControllers, ","),
+			"--enable-healthz=true",
+			"--healthz-address=" + loopback(pt.VolcanoHealth),
+			"--enable-metrics=false",
+			"--worker-threads=2",
+		},
+		Ready: httpReady(http.DefaultClient, "http://"+loopback(pt.VolcanoHealth)+"/healthz", ""),
+	}
+}
+
+func (l layout) volcanoWebhookComponent(p pki) component {
+	pt := l.ports()
+	return component{
+		Name: "vc-webhook-manager", Binary: filepath.Join(l.bin, "vc-webhook-manager"), StartTimeout: 90 * time.Second,
+		Args: []string{
+			"--kubeconfig=" + l.kubeconfig(),
+			"--listen-address=127.0.0.1",
+			"--port=" + strconv.Itoa(pt.VolcanoWebhook),
+			"--webhook-url=https://" + loopback(pt.VolcanoWebhook),
+			"--tls-cert-file=" + p.VolcanoWebhookCert,
+			"--tls-private-key-file=" + p.VolcanoWebhookKey,
+			// The webhook-manager writes this CA into its webhook configurations' caBundle.
+			"--ca-cert-file=" + p.CACert,
+			"--enabled-admission=" + strings.Join(volcanoAdmissions, ","),
+			"--enable-healthz=false",
+		},
+		Ready: tlsAnswers(p.CACert, "https://"+loopback(pt.VolcanoWebhook)+"/healthz-probe"),
+	}
+}
+
+func (l layout) jobSetComponent() component {
+	return component{
+		Name: "jobset-controller", Binary: filepath.Join(l.bin, "jobset-controller"), StartTimeout: 90 * time.Second,
+		Args: []string{"--kubeconfig=" + l.kubeconfig(), "--config=" + l.jobSetConfig()},
+		// /readyz passes once the controller's webhook server serves.
+		Ready: httpReady(http.DefaultClient, "http://"+loopback(l.ports().JobSetHealth)+"/readyz", ""),
+	}
+}
+
+// writeJobSetConfig writes the JobSet controller's configuration: leader election, metrics and its own
+// certificate management off; webhook server on loopback with the certificate the local CA signed.
+func (l layout) writeJobSetConfig(p pki) error {
+	pt := l.ports()
+	cfg := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: %q
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %q
+`, loopback(pt.JobSetHealth), pt.JobSetWebhook, p.JobSetCertDir)
+	if err := os.WriteFile(l.jobSetConfig(), []byte(cfg), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", l.jobSetConfig(), err)
+	}
+	return nil
+}
+
+// neighbourComponents lists the neighbours o keeps, in start order.
+func (cs componentSet) neighbours(o neighbourOptions) []component {
+	var out []component
+	if !o.noVolcano {
+		out = append(out, cs.VolcanoControllers)
+		if !o.noVolcanoWebhooks {
+			out = append(out, cs.VolcanoWebhook)
+		}
+	}
+	if !o.noJobSet {
+		out = append(out, cs.JobSet)
+	}
+	return out
+}
+
+// checkNeighbourTools fails with the build command when a kept neighbour's binary is missing.
+func (l layout) checkNeighbourTools(cs componentSet, o neighbourOptions) error {
+	var missing []string
+	for _, c := range cs.neighbours(o) {
+		if !isExecutable(c.Binary) {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
+		l.rel(l.bin), strings.Join(missing, ", "), strings.Join(missing, " "))
+}
+
+// installNeighbourWebhooks creates the webhook configurations of Volcano's webhook-manager (it only
+// injects the caBundle into configurations that already exist, and waits for them) and of the JobSet
+// controller (which, with its cert rotation off, expects them installed).
+func (k *kube) installNeighbourWebhooks(ctx context.Context, p pki, o neighbourOptions) error {
+	ca, err := os.ReadFile(p.CACert)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.CACert, err)
+	}
+	pt := k.l.ports()
+	var objs []client.Object
+	if !o.noVolcano && !o.noVolcanoWebhooks {
+		objs = append(objs, volcanoWebhookConfigs(loopback(pt.VolcanoWebhook), ca)...)
+	}
+	if !o.noJobSet {
+		objs = append(objs, jobSetWebhookConfigs(loopback(pt.JobSetWebhook), ca)...)
+	}
+	for _, obj := range objs {
+		if err := createIgnoringExisting(ctx, k.c, obj); err != nil {
+			return fmt.Errorf("creating webhook configuration %s: %w", obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+type hook struct {
+	config, name, path, group, version, resource string
+	ops                                          []admissionregistrationv1.OperationType
+	mutating                                     bool
+}
+
+var (
+	create       = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+)
+
+// volcanoHooks mirror the webhooks of Volcano's Helm chart (installer/helm/chart/volcano/templates/
+// webhooks.yaml, v1.14.0-alpha.0) for volcanoAdmissions; the configuration names are the ones the
+// webhook-manager looks up ("volcano-admission-service" + the path with / replaced by -).
+var volcanoHooks = []hook{
+	{"volcano-admission-service-jobs-mutate", "mutatejob.volcano.sh", "/jobs/mutate", "batch.volcano.sh", "v1alpha1", "jobs", create, true},
+	{"volcano-admission-service-podgroups-mutate", "mutatepodgroup.volcano.sh", "/podgroups/mutate", "scheduling.volcano.sh", "v1beta1", "podgroups", create, true},
+	{"volcano-admission-service-queues-mutate", "mutatequeue.volcano.sh", "/queues/mutate", "scheduling.volcano.sh", "v1beta1", "queues", create, true},
+	{"volcano-admission-service-jobs-validate", "validatejob.volcano.sh", "/jobs/validate", "batch.volcano.sh", "v1alpha1", "jobs", createUpdate, false},
+	{"volcano-admission-service-queues-validate", "validatequeue.volcano.sh", "/queues/validate", "scheduling.volcano.sh", "v1beta1", "queues",
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, false},
+}
+
+// jobSetHooks are the JobSet controller's JobSet webhooks (kubebuilder markers in
+// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks (exclusive placement)
+// are not registered here.
+var jobSetHooks = []hook{
+	{"jobset-mutating-webhook-configuration", "mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", create, true},
+	{"jobset-validating-webhook-configuration", "vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", createUpdate, false},
+}
+
+func volcanoWebhookConfigs(addr string, ca []byte) []client.Object {
+	return webhookConfigs(volcanoHooks, addr, ca)
+}
+func jobSetWebhookConfigs(addr string, ca []byte) []client.Object {
+	return webhookConfigs(jobSetHooks, addr, ca)
+}
+
+func webhookConfigs(hooks []hook, addr string, ca []byte) []client.Object {
+	var out []client.Object
+	for _, h := range hooks {
+		cc := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + h.path), CABundle: ca}
+		rules := []admissionregistrationv1.RuleWithOperations{{
+			Operations: h.ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{h.group}, APIVersions: []string{h.version}, Resources: []string{h.resource},
+			},
+		}}
+		fail := admissionregistrationv1.Fail
+		none := admissionregistrationv1.SideEffectClassNone
+		if h.mutating {
+			out = append(out, &admissionregistrationv1.MutatingWebhookConfiguration{
+				ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
+				Webhooks: []admissionregistrationv1.MutatingWebhook{{
+					Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
+					AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
+				}},
+			})
+			continue
+		}
+		out = append(out, &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
+				AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
+			}},
+		})
+	}
+	return out
+}
+
+// createQueues creates demoQueues (Open, weight 1; root not reclaimable, as Volcano's scheduler makes it).
+func (k *kube) createQueues(ctx context.Context) error {
+	for _, name := range demoQueues {
+		q := &schedulingv1beta1.Queue{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(name != "root")},
+		}
+		if err := createIgnoringExisting(ctx, k.c, q); err != nil {
+			return fmt.Errorf("creating Volcano Queue %s: %w", name, err)
+		}
+	}
+	step("Volcano Queues %s created", strings.Join(demoQueues, ", "))
+	return nil
+}
+
+const demoVolcanoJobName = "hyperbatch-demo"
+
+// demoVolcanoJob is the second acceptance check when Volcano runs: a 3-pod Volcano Job for
+// hyperbatch-scheduler gets its PodGroup and pods from Volcano's job controller, is placed, run and
+// completed by kwok, and ends Completed.
+func (k *kube) demoVolcanoJob(ctx context.Context) error {
+	begin := time.Now()
+	const timeout = 120 * time.Second
+	job := demoJob()
+	if err := k.c.Create(ctx, job); err != nil {
+		return fmt.Errorf("demo: creating Volcano Job default/%s: %w", demoVolcanoJobName, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := k.c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			return fmt.Errorf("demo: reading Volcano Job default/%s: %w", demoVolcanoJobName, err)
+		}
+		if job.Status.State.Phase == batchv1alpha1.Completed {
+			var pods corev1.PodList
+			if err := k.c.List(ctx, &pods, client.InNamespace("default"),
+				client.MatchingLabels{batchv1alpha1.JobNameKey: demoVolcanoJobName}); err != nil {
+				return fmt.Errorf("demo: listing the Job's pods: %w", err)
+			}
+			nodes := map[string]bool{}
+			for _, p := range pods.Items {
+				nodes[p.Spec.NodeName] = true
+			}
+			step("demo passed: Volcano Job default/%s (3 pods) placed by %s on %d node(s) and Completed (%s)",
+				demoVolcanoJobName, schedulerName, len(nodes), since(begin))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("demo failed: Volcano Job default/%s is %q after %s, not Completed (running %d, succeeded %d).\n%s\n%s",
+				demoVolcanoJobName, job.Status.State.Phase, timeout, job.Status.Running, job.Status.Succeeded,
+				logTail(k.l.logFile("vc-controller-manager")), logTail(k.l.logFile("manager")))
+		}
+		if err := sleep(ctx, 300*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func demoJob() *batchv1alpha1.Job {
+	task := func(name string, n int32) batchv1alpha1.TaskSpec {
+		return batchv1alpha1.TaskSpec{Name: name, Replicas: n, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{kwokNodeLabel: kwokNodeLabelValue},
+			Containers: []corev1.Container{{Name: name, Image: "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi"),
+				}}}},
+		}}}
+	}
+	return &batchv1alpha1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: demoVolcanoJobName,
+			Labels: map[string]string{managedByLabel: managedByValue}},
+		Spec: batchv1alpha1.JobSpec{
+			SchedulerName: schedulerName, Queue: "default", MinAvailable: 3,
+			Tasks: []batchv1alpha1.TaskSpec{task("master", 1), task("worker", 2)},
+		},
+	}
+}
+
+// tlsAnswers passes once url answers over TLS with a certificate the CA signed (any HTTP status: the
+// webhook-manager serves only its admission paths).
+func tlsAnswers(caFile, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return errors.New("no certificate in " + caFile)
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+}

@@ -1,0 +1,383 @@
+//go:build e2e
+
+package e2e
+
+// The journeys: a user's manifest that names no queue, priority or scheduler, applied with kubectl to a
+// cluster that runs hyperbatch next to Volcano's controllers and webhooks and the JobSet controller (the
+// local cluster starts them; see hack/localcluster/neighbours.go), followed to its deletion.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+// ensureQueue creates an Open Volcano Queue (Volcano's job validation refuses Jobs whose queue is
+// missing or not Open) and waits until Volcano's queue controller reports it Open.
+func ensureQueue(t *testing.T, name string) {
+	t.Helper()
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	if err := c.Create(context.Background(), q); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create Volcano Queue %s: %v", name, err)
+	}
+	poll(t, 60*time.Second, "Volcano's queue controller to open queue "+name, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
+			return false, err
+		}
+		return q.Status.State == schedulingv1beta1.QueueStateOpen, nil
+	})
+}
+
+// journeyPolicy creates a WorkloadPolicy for ns and returns its name.
+func journeyPolicy(t *testing.T, ns string, d hbv1.PolicyDefaults) string {
+	t.Helper()
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "journey-" + ns}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		Defaults:          d,
+	}}
+	require.NoError(t, c.Create(context.Background(), p))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	poll(t, 30*time.Second, "the manager to observe the policy", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			return false, err
+		}
+		return p.Status.ObservedGeneration == p.Generation && p.Status.MatchingNamespaces == 1, nil
+	})
+	return p.Name
+}
+
+// applyUntilDefaulted applies manifest with the project's kubectl until the object carries the
+// defaulted-by annotation naming policy (the webhook reads policies from an informer, so the first
+// apply may race the new policy); a stale object is deleted before the retry.
+func applyUntilDefaulted(t *testing.T, manifest, policy string, obj client.Object) {
+	t.Helper()
+	poll(t, 60*time.Second, "kubectl apply to be defaulted by policy "+policy, func(ctx context.Context) (bool, error) {
+		if out, err := kubectl(t, "apply", "-f", manifest); err != nil {
+			return false, fmt.Errorf("kubectl apply: %w: %s", err, out)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err
+		}
+		if strings.Contains(obj.GetAnnotations()[hbv1.DefaultedByAnnotation], policy) {
+			return true, nil
+		}
+		_, _ = kubectl(t, "delete", "-f", manifest, "--wait")
+		return false, nil
+	})
+}
+
+func writeManifest(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+// volcanoJobManifest is 1 master + 8 workers; no queue, priority or scheduler.
+func volcanoJobManifest(ns, name string) string {
+	task := func(n string, replicas int) string {
+		return fmt.Sprintf(`  - name: %s
+    replicas: %d
+    template:
+      spec:
+        restartPolicy: Never
+        nodeSelector: {type: kwok}
+        containers:
+        - name: %s
+          image: registry.k8s.io/pause:3.10
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+`, n, replicas, n)
+	}
+	return fmt.Sprintf(`apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  minAvailable: 9
+  tasks:
+%s%s`, name, ns, task("master", 1), task("worker", 8))
+}
+
+// leafOf maps each node to its tier-1 HyperNode.
+func leafOf(t *testing.T) map[string]string {
+	t.Helper()
+	var hns topologyv1alpha1.HyperNodeList
+	require.NoError(t, c.List(context.Background(), &hns))
+	out := map[string]string{}
+	for _, h := range hns.Items {
+		if h.Spec.Tier != 1 {
+			continue
+		}
+		for _, m := range h.Spec.Members {
+			if m.Type == topologyv1alpha1.MemberTypeNode && m.Selector.ExactMatch != nil {
+				out[m.Selector.ExactMatch.Name] = h.Name
+			}
+		}
+	}
+	require.NotEmpty(t, out, "no tier-1 HyperNode lists nodes by exactMatch")
+	return out
+}
+
+// jobPods lists the pods of a Volcano Job.
+func jobPods(ctx context.Context, ns, job string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// followVolcanoJob waits until Volcano's job controller has made the PodGroup and 9 pods, they are all
+// bound and the Job is Completed, and returns the pods' nodes.
+func followVolcanoJob(t *testing.T, ns, name string) []string {
+	t.Helper()
+	poll(t, 60*time.Second, "Volcano's job controller to create the PodGroup", func(ctx context.Context) (bool, error) {
+		var pgs schedulingv1beta1.PodGroupList
+		if err := c.List(ctx, &pgs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, pg := range pgs.Items {
+			for _, o := range pg.OwnerReferences {
+				if o.Kind == "Job" && o.Name == name {
+					return pg.Spec.MinMember == 9, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	nodes := map[string]bool{}
+	poll(t, 3*time.Minute, "the 9 pods to be created and bound", func(ctx context.Context) (bool, error) {
+		pods, err := jobPods(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		bound := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				bound++
+				nodes[p.Spec.NodeName] = true
+			}
+		}
+		return bound == 9, nil
+	})
+	var job batchv1alpha1.Job
+	poll(t, 3*time.Minute, "the Volcano Job to be Completed", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
+			return false, err
+		}
+		if job.Status.State.Phase == batchv1alpha1.Failed || job.Status.State.Phase == batchv1alpha1.Aborted {
+			return false, fmt.Errorf("job ended %s: %s", job.Status.State.Phase, job.Status.State.Message)
+		}
+		return job.Status.State.Phase == batchv1alpha1.Completed, nil
+	})
+	out := make([]string, 0, len(nodes))
+	for n := range nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitDeleted waits until obj is gone (the TTL clean-up of Volcano's gc or JobSet's controller).
+func waitDeleted(t *testing.T, obj client.Object, what string, timeout time.Duration) {
+	t.Helper()
+	poll(t, timeout, what, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// Journey (a): a Volcano Job for hyperbatch-scheduler. The policy's defaults and Volcano's are applied,
+// Volcano's job controller creates the PodGroup and pods once hyperbatch's PodGroup controller enqueues
+// the gang, hyperbatch-scheduler places all 9 pods inside one tier-1 HyperNode, kwok completes them, the
+// Job ends Completed and Volcano's gc deletes it after the policy's ttlSecondsAfterFinished.
+func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
+	ns := testNamespace(t)
+	queue := "journey-" + ns
+	ensureQueue(t, queue)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
+	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
+		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5),
+		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
+	})
+	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
+	applyUntilDefaulted(t, manifest, policy, job)
+
+	// Our defaults ...
+	assert.Equal(t, queue, job.Spec.Queue)
+	assert.Equal(t, "hyperbatch-scheduler", job.Spec.SchedulerName)
+	if assert.NotNil(t, job.Spec.TTLSecondsAfterFinished) {
+		assert.Equal(t, int32(5), *job.Spec.TTLSecondsAfterFinished)
+	}
+	// ... and Volcano's (its mutating webhook fills every task's minAvailable and maxRetry).
+	for _, task := range job.Spec.Tasks {
+		if assert.NotNil(t, task.MinAvailable, "task %s: Volcano's mutating webhook did not run", task.Name) {
+			assert.Equal(t, task.Replicas, *task.MinAvailable, "task %s minAvailable", task.Name)
+		}
+	}
+	assert.Equal(t, int32(3), job.Spec.MaxRetry, "Volcano's default maxRetry")
+
+	nodes := followVolcanoJob(t, ns, "train")
+	leaves := leafOf(t)
+	set := map[string]bool{}
+	for _, n := range nodes {
+		set[leaves[n]] = true
+	}
+	assert.Len(t, set, 1, "the gang's nodes %v lie in tier-1 HyperNodes %v, want one", nodes, set)
+	assert.NotContains(t, set, "", "a node of the gang is in no tier-1 HyperNode")
+
+	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
+}
+
+// Journey (c): the same Volcano Job for Volcano's own scheduler. The policy gives only queue and TTL;
+// Volcano's mutating webhook fills schedulerName "volcano", and Volcano's scheduler (started here with
+// the configuration of Volcano's chart) places the gang. Our defaults serve Volcano's scheduler's users.
+func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(vs.LogTail(40))
+		}
+		assert.NoError(t, vs.Stop())
+	})
+
+	ns := testNamespace(t)
+	queue := "journey-" + ns
+	ensureQueue(t, queue)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
+	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
+	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
+	applyUntilDefaulted(t, manifest, policy, job)
+	assert.Equal(t, queue, job.Spec.Queue)
+	assert.Equal(t, "volcano", job.Spec.SchedulerName, "Volcano's mutating webhook fills its own scheduler")
+
+	followVolcanoJob(t, ns, "train")
+	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
+	var events corev1.EventList
+	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
+	scheduledBy := map[string]int{}
+	for _, e := range events.Items {
+		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
+			by := e.ReportingController
+			if by == "" {
+				by = e.Source.Component
+			}
+			scheduledBy[by]++
+		}
+	}
+	assert.Equal(t, map[string]int{"volcano": 9}, scheduledBy, "Scheduled events by component")
+	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
+}
+
+// Journey (b): a JobSet with two replicatedJobs. The policy's scheduler, queue and TTL are filled, the
+// JobSet controller creates the Jobs, kube-controller-manager the pods, hyperbatch-scheduler binds
+// them, kwok completes them, the JobSet ends Completed and the JobSet controller deletes it after its
+// TTL. (Gang placement of JobSets comes with the JobSet PodGroup work; here: defaults and scheduling.)
+func TestJourneyJobSet(t *testing.T) {
+	ns := testNamespace(t)
+	queue := "journey-" + ns
+	ensureQueue(t, queue)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
+	})
+	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
+		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5)})
+	rj := func(name string, pods int) string {
+		return fmt.Sprintf(`  - name: %s
+    replicas: 1
+    template:
+      spec:
+        parallelism: %d
+        completions: %d
+        template:
+          spec:
+            restartPolicy: Never
+            nodeSelector: {type: kwok}
+            containers:
+            - name: %s
+              image: registry.k8s.io/pause:3.10
+              resources: {requests: {cpu: 100m, memory: 64Mi}}
+`, name, pods, pods, name)
+	}
+	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: pipeline
+  namespace: %s
+spec:
+  replicatedJobs:
+%s%s`, ns, rj("driver", 1), rj("workers", 3)))
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pipeline"}}
+	applyUntilDefaulted(t, manifest, policy, js)
+	assert.Equal(t, queue, js.Annotations[defaults.QueueNameAnnotation])
+	if assert.NotNil(t, js.Spec.TTLSecondsAfterFinished) {
+		assert.Equal(t, int32(5), *js.Spec.TTLSecondsAfterFinished)
+	}
+	for _, r := range js.Spec.ReplicatedJobs {
+		assert.Equal(t, "hyperbatch-scheduler", r.Template.Spec.Template.Spec.SchedulerName, "replicatedJob %s", r.Name)
+	}
+	// JobSet's own mutating webhook ran too: it defaults the success policy.
+	if assert.NotNil(t, js.Spec.SuccessPolicy, "JobSet's mutating webhook did not run") {
+		assert.Equal(t, jobsetv1alpha2.OperatorAll, js.Spec.SuccessPolicy.Operator)
+	}
+
+	poll(t, 3*time.Minute, "the JobSet to be Completed", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
+			return false, err
+		}
+		for _, cond := range js.Status.Conditions {
+			if cond.Type == string(jobsetv1alpha2.JobSetFailed) && cond.Status == metav1.ConditionTrue {
+				return false, fmt.Errorf("JobSet failed: %s", cond.Message)
+			}
+			if cond.Type == string(jobsetv1alpha2.JobSetCompleted) && cond.Status == metav1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	var events corev1.EventList
+	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
+	scheduled := 0
+	for _, e := range events.Items {
+		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
+			scheduled++
+			assert.Contains(t, []string{e.Source.Component, e.ReportingController}, "hyperbatch-scheduler", "pod %s", e.InvolvedObject.Name)
+		}
+	}
+	assert.Equal(t, 4, scheduled, "Scheduled events for the JobSet's 4 pods")
+	waitDeleted(t, js, "the JobSet controller to delete the JobSet after ttlSecondsAfterFinished=5", 90*time.Second)
+}

@@ -1,0 +1,364 @@
+package framework
+
+// Neighbours are the upstream workload controllers hyperbatch runs next to in a user's cluster: Volcano's
+// controller-manager and scheduler and the JobSet controller, built by hack/tools.sh into bin/
+// (vc-controller-manager, vc-scheduler, jobset-controller). The helpers here start them against any
+// kubeconfig (an envtest control plane, the e2e local cluster) with their log in a file, wait until they
+// serve, and stop them cleanly.
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// VolcanoControllers are the controllers of Volcano's controller-manager hyperbatch's tests and local
+// cluster run: Jobs (PodGroup and pods), PodGroups (for plain pods), Queues (status) and the garbage
+// collector (ttlSecondsAfterFinished).
+var VolcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
+
+// VolcanoSchedulerConfig is the scheduler configuration Volcano's Helm chart ships
+// (installer/helm/chart/volcano/config/volcano-scheduler.conf in volcano.sh/volcano v1.14.0-alpha.0).
+const VolcanoSchedulerConfig = `actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+`
+
+// NeighbourOptions say where a neighbour runs.
+type NeighbourOptions struct {
+	// Kubeconfig of the cluster (required); WriteKubeconfig writes one for an envtest Env.
+	Kubeconfig string
+	// LogDir receives <name>.log and any generated config or certificates (required; t.TempDir() is fine).
+	LogDir string
+	// BinDir holds the binaries; default AssetsDir() (KUBEBUILDER_ASSETS or the project's bin/).
+	BinDir string
+	// StartTimeout bounds the wait until the process serves; default 90s.
+	StartTimeout time.Duration
+	// ExtraArgs are appended to the command line.
+	ExtraArgs []string
+}
+
+// Process is a started neighbour.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+}
+
+// StartVolcanoControllers starts vc-controller-manager with VolcanoControllers, leader election off and
+// its health endpoint on a free loopback port, and waits for /healthz.
+func StartVolcanoControllers(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + o.Kubeconfig,
+		"--leader-elect=false",
+		"--controllers=" + strings.Join(VolcanoControllers, ","),
+		"--enable-healthz=true",
+		"--healthz-address=" + loopback(health),
+		"--enable-metrics=false",
+		"--worker-threads=2",
+	}
+	return start(ctx, o, "vc-controller-manager", args, httpOK("http://"+loopback(health)+"/healthz"))
+}
+
+// StartVolcanoScheduler starts vc-scheduler (schedulerName "volcano") with VolcanoSchedulerConfig.
+// --enable-metrics=true is required: without it v1.14.0-alpha.0 panics on the first gang (Volcano #4729).
+func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(o.LogDir, "volcano-scheduler.conf")
+	if err := os.WriteFile(conf, []byte(VolcanoSchedulerConfig), 0o644); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", conf, err)
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + o.Kubeconfig,
+		"--leader-elect=false",
+		"--scheduler-conf=" + conf,
+		"--enable-healthz=true",
+		"--healthz-address=" + loopback(health),
+		"--enable-metrics=true",
+		"--listen-address=" + loopback(metrics),
+		"--schedule-period=500ms",
+		"--cache-dumper=false",
+	}
+	return start(ctx, o, "vc-scheduler", args, httpOK("http://"+loopback(health)+"/healthz"))
+}
+
+// StartJobSetController starts jobset-controller with a configuration file: leader election and the
+// metrics endpoint off, its own cert rotation off, and its webhook server on a free loopback port with a
+// self-signed certificate written under LogDir. Its webhooks are not registered with the API server
+// (the local cluster does that); the controller itself needs none of them to run JobSets.
+func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	certDir := filepath.Join(o.LogDir, "jobset-certs")
+	if _, err := WriteSelfSignedCert(certDir); err != nil {
+		return nil, err
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg := JobSetConfig(webhook, health, certDir)
+	cfgPath := filepath.Join(o.LogDir, "jobset-config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
+	}
+	args := []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + cfgPath, "--zap-log-level=info"}
+	return start(ctx, o, "jobset-controller", args, httpOK("http://"+loopback(health)+"/readyz"))
+}
+
+// JobSetConfig is the JobSet controller's configuration (config.jobset.x-k8s.io/v1alpha1) for a process
+// outside a cluster: no internal cert management (it would need a Service and a Secret), no leader
+// election, metrics off, webhook server on 127.0.0.1:webhookPort serving tls.crt/tls.key from certDir.
+func JobSetConfig(webhookPort, healthPort int, certDir string) string {
+	return fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: %q
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %q
+`, loopback(healthPort), webhookPort, certDir)
+}
+
+func (o *NeighbourOptions) check() error {
+	if o.Kubeconfig == "" || o.LogDir == "" {
+		return errors.New("framework: NeighbourOptions needs Kubeconfig and LogDir")
+	}
+	if o.BinDir == "" {
+		o.BinDir = AssetsDir()
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 90 * time.Second
+	}
+	return os.MkdirAll(o.LogDir, 0o755)
+}
+
+func start(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(o.BinDir, name)
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s is missing from %s: run 'hack/tools.sh %s' (or 'make test-tools'): %w", name, o.BinDir, name, err)
+	}
+	p := &Process{Name: name, LogPath: filepath.Join(o.LogDir, name+".log"), done: make(chan struct{})}
+	logFile, err := os.Create(p.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating log %s: %w", p.LogPath, err)
+	}
+	defer func() { _ = logFile.Close() }()
+	args = append(args, o.ExtraArgs...)
+	_, _ = fmt.Fprintf(logFile, "# %s %s\n", bin, strings.Join(args, " "))
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	go func() { p.waitErr = p.cmd.Wait(); close(p.done) }()
+
+	deadline := time.Now().Add(o.StartTimeout)
+	for {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("%s exited during start (%v).\n%s", name, p.waitErr, p.LogTail(20))
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := ready(cctx)
+		cancel()
+		if err == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			_ = p.Stop()
+			return nil, fmt.Errorf("%s did not become ready within %s (last check: %v).\n%s", name, o.StartTimeout, err, p.LogTail(20))
+		}
+		select {
+		case <-ctx.Done():
+		case <-p.done:
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to 10s, then SIGKILLs it. Safe to call twice.
+func (p *Process) Stop() error {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-p.done
+		return fmt.Errorf("%s ignored SIGTERM for 10s and was killed (log %s)", p.Name, p.LogPath)
+	}
+}
+
+// Exited reports whether the process has ended (a crash during a test shows up here).
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// LogTail returns the last n lines of the process's log, framed with its path.
+func (p *Process) LogTail(n int) string {
+	f, err := os.Open(p.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", p.LogPath, err)
+	}
+	defer func() { _ = f.Close() }()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return fmt.Sprintf("last %d lines of %s:\n    %s", len(lines), p.LogPath, strings.Join(lines, "\n    "))
+}
+
+// WriteSelfSignedCert writes tls.crt and tls.key (ECDSA P-256, valid for 127.0.0.1 and localhost, one
+// year) into dir and returns the certificate PEM (usable as a caBundle).
+func WriteSelfSignedCert(dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, fmt.Errorf("generating serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("signing certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding key: %w", err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("writing tls.crt: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, fmt.Errorf("writing tls.key: %w", err)
+	}
+	return certPEM, nil
+}
+
+func httpOK(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -1,0 +1,64 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+)
+
+// lastAppliedAnnotation is where `kubectl apply` (client-side) keeps the manifest it applied.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// volcanoJobDefaults keeps a spec.queue the user wrote, even Volcano's "default", and otherwise
+// applies the engine's rule ("default" counts as unset, since the Job CRD defaults an omitted queue
+// to it before admission). See docs/webhooks.md, "Two mutating webhooks on one Volcano Job".
+func volcanoJobDefaults(job *batchv1alpha1.Job, ns defaults.Namespace, pols *defaults.Policies) defaults.Result {
+	if userWroteSpecQueue(&job.ObjectMeta) {
+		return defaults.VolcanoJobExplicitQueue(job, ns, pols)
+	}
+	return defaults.VolcanoJob(job, ns, pols)
+}
+
+// userWroteSpecQueue reports whether the request shows that the user's manifest set spec.queue:
+//   - a server-side apply: the apiserver computes managedFields before mutating admission, and an
+//     Apply entry lists exactly the fields of the applied configuration (not the CRD's defaults);
+//   - a client-side `kubectl apply`: its last-applied-configuration annotation is the manifest.
+//
+// A plain create or update (kubectl create, a controller) tells nothing: its Update entry owns every
+// field of the decoded object, CRD defaults included. Then false, and the engine's rule holds.
+func userWroteSpecQueue(meta *metav1.ObjectMeta) bool {
+	for _, mf := range meta.ManagedFields {
+		if mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil && appliedSpecQueue(mf.FieldsV1.Raw) {
+			return true
+		}
+	}
+	raw := meta.Annotations[lastAppliedAnnotation]
+	if raw == "" {
+		return false
+	}
+	var applied struct {
+		Spec struct {
+			Queue *string `json:"queue"`
+		} `json:"spec"`
+	}
+	return json.Unmarshal([]byte(raw), &applied) == nil && applied.Spec.Queue != nil && *applied.Spec.Queue != ""
+}
+
+// appliedSpecQueue reports whether a managedFields fieldsV1 set contains f:spec.f:queue.
+func appliedSpecQueue(raw []byte) bool {
+	if !bytes.Contains(raw, []byte(`"f:queue"`)) {
+		return false
+	}
+	var set struct {
+		Spec map[string]json.RawMessage `json:"f:spec"`
+	}
+	if json.Unmarshal(raw, &set) != nil {
+		return false
+	}
+	_, ok := set.Spec["f:queue"]
+	return ok
+}
