@@ -92,6 +92,9 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 				Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
 					Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}}}}}}}}
 	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), job))
+	// Volcano's job controller names the PodGroup <job>-<job UID>: record its phases from before it
+	// exists, so a fast Inqueue -> Running is not missed.
+	phases := recordPhases(t, ns, job.Name+"-"+string(job.UID))
 
 	// Volcano's job controller creates the PodGroup (named after the Job and its UID).
 	var pgName string
@@ -108,7 +111,7 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 		}
 		return false, nil
 	})
-	phases := recordPhases(t, ns, pgName)
+	require.Equal(t, job.Name+"-"+string(job.UID), pgName, "Volcano's PodGroup name")
 	waitPG(t, ns, pgName, "Inqueue", func(pg *schedulingv1beta1.PodGroup) bool {
 		return pg.Status.Phase != "" && pg.Status.Phase != schedulingv1beta1.PodGroupPending
 	})
