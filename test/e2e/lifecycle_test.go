@@ -84,8 +84,8 @@ func TestHyperJobDeadlineAndTTL(t *testing.T) {
 	})
 }
 
-// requireVolcano skips when Volcano's job controller does not run in the cluster: the positive
-// signal is the PodGroup it creates for a Volcano Job.
+// requireVolcano fails when Volcano's job controller does not run in the cluster (the e2e cluster
+// always starts it): the positive signal is the PodGroup it creates for a Volcano Job.
 func requireVolcano(t *testing.T, ns string) {
 	t.Helper()
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "volcano-probe", Namespace: ns},
@@ -102,7 +102,7 @@ func requireVolcano(t *testing.T, ns string) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Skip("Volcano's job controller does not run in this cluster (no PodGroup for a Volcano Job within 30s)")
+	t.Fatal("Volcano's job controller does not run in this cluster (no PodGroup for a Volcano Job within 30s): start the cluster with Volcano (hack/localcluster without --no-volcano)")
 }
 
 // With Volcano's real job controller: a running Volcano Job past its deadline is aborted through the
@@ -113,7 +113,10 @@ func TestVolcanoJobDeadlineAborts(t *testing.T) {
 	requireVolcano(t, ns)
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "overdue", Namespace: ns,
 		Annotations: map[string]string{deadlineAnnotation: "15"}},
-		Spec: batchv1alpha1.JobSpec{MinAvailable: 2, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2, Template: pausePod()}}}}
+		// hyperbatch-scheduler places it (and hyperbatch's PodGroup status controller enqueues it): the
+		// e2e cluster runs no Volcano scheduler, so under schedulerName volcano it would never run.
+		Spec: batchv1alpha1.JobSpec{MinAvailable: 2, SchedulerName: "hyperbatch-scheduler",
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2, Template: pausePod()}}}}
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +187,7 @@ func TestJobSetDeadlineFails(t *testing.T) {
 			break
 		}
 		if ctxProbe.Err() != nil {
-			t.Skip("the JobSet controller does not run in this cluster (no Job for a JobSet within 30s)")
+			t.Fatal("the JobSet controller does not run in this cluster (no Job for a JobSet within 30s): start the cluster with JobSet (hack/localcluster without --no-jobset)")
 		}
 		time.Sleep(250 * time.Millisecond)
 	}

@@ -27,6 +27,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // VolcanoControllers are the controllers of Volcano's controller-manager hyperbatch's tests and local
@@ -74,6 +79,7 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	waitErr error
+	cleanup func() // removes what the start registered with the API server
 }
 
 // StartVolcanoControllers starts vc-controller-manager with VolcanoControllers, leader election off and
@@ -129,14 +135,17 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 
 // StartJobSetController starts jobset-controller with a configuration file: leader election and the
 // metrics endpoint off, its own cert rotation off, and its webhook server on a free loopback port with a
-// self-signed certificate written under LogDir. Its webhooks are not registered with the API server
-// (the local cluster does that); the controller itself needs none of them to run JobSets.
+// self-signed certificate written under LogDir. It registers the controller's JobSet mutating and
+// validating webhooks with the API server (named jobset-*-webhook-configuration-<port>, removed by
+// Stop): the controller relies on its defaulting webhook — without it a JobSet's spec.network stays
+// nil and v0.10.1's reconciler panics (dnsHostnamesEnabled).
 func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
 	certDir := filepath.Join(o.LogDir, "jobset-certs")
-	if _, err := WriteSelfSignedCert(certDir); err != nil {
+	ca, err := WriteSelfSignedCert(certDir)
+	if err != nil {
 		return nil, err
 	}
 	health, err := freePort()
@@ -153,7 +162,66 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 		return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
 	}
 	args := []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + cfgPath, "--zap-log-level=info"}
-	return start(ctx, o, "jobset-controller", args, httpOK("http://"+loopback(health)+"/readyz"))
+	p, err := start(ctx, o, "jobset-controller", args, httpOK("http://"+loopback(health)+"/readyz"))
+	if err != nil {
+		return nil, err
+	}
+	cleanup, err := registerJobSetWebhooks(ctx, o.Kubeconfig, loopback(webhook), ca)
+	if err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	p.cleanup = cleanup
+	return p, nil
+}
+
+// registerJobSetWebhooks registers the JobSet webhooks (paths and rules from the kubebuilder markers
+// of sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go) in URL mode and returns their removal.
+func registerJobSetWebhooks(ctx context.Context, kubeconfig, addr string, ca []byte) (func(), error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	suffix := strings.ReplaceAll(addr, ":", "-")
+	rules := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{"jobset.x-k8s.io"}, APIVersions: []string{"v1alpha2"}, Resources: []string{"jobsets"}}}}
+	}
+	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
+		u := "https://" + addr + path
+		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}
+	}
+	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobset-mutating-webhook-configuration-" + suffix},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mjobset.kb.io",
+			ClientConfig: cc("/mutate-jobset-x-k8s-io-v1alpha2-jobset"), Rules: rules(admissionregistrationv1.Create),
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobset-validating-webhook-configuration-" + suffix},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "vjobset.kb.io",
+			ClientConfig: cc("/validate-jobset-x-k8s-io-v1alpha2-jobset"), Rules: rules(admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
+	}
+	adm := cs.AdmissionregistrationV1()
+	if _, err := adm.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("registering JobSet's mutating webhook: %w", err)
+	}
+	if _, err := adm.ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		_ = adm.MutatingWebhookConfigurations().Delete(ctx, mwc.Name, metav1.DeleteOptions{})
+		return nil, fmt.Errorf("registering JobSet's validating webhook: %w", err)
+	}
+	return func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = adm.MutatingWebhookConfigurations().Delete(dctx, mwc.Name, metav1.DeleteOptions{})
+		_ = adm.ValidatingWebhookConfigurations().Delete(dctx, vwc.Name, metav1.DeleteOptions{})
+	}, nil
 }
 
 // JobSetConfig is the JobSet controller's configuration (config.jobset.x-k8s.io/v1alpha1) for a process
@@ -243,6 +311,10 @@ func start(ctx context.Context, o NeighbourOptions, name string, args []string, 
 func (p *Process) Stop() error {
 	if p == nil || p.cmd == nil || p.cmd.Process == nil {
 		return nil
+	}
+	if p.cleanup != nil {
+		p.cleanup()
+		p.cleanup = nil
 	}
 	select {
 	case <-p.done:

@@ -73,7 +73,7 @@ func startVolcano(t *testing.T, bin string) {
 func TestVolcanoJobWithRealJobController(t *testing.T) {
 	bin := volcanoControllerManager()
 	if bin == "" {
-		t.Skip("Volcano's controller-manager binary is not built: set HB_VC_CONTROLLER_MANAGER or put vc-controller-manager in bin/")
+		t.Fatal("Volcano's controller-manager binary is not built: run 'make test-tools', set HB_VC_CONTROLLER_MANAGER, or put vc-controller-manager in bin/")
 	}
 	dumpLogOnFailure(t)
 	ns := namespace(t, "vcjob")

@@ -118,6 +118,7 @@ func TestJobSetControllerCreatesJobs(t *testing.T) {
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pipeline"}, Spec: jobsetv1alpha2.JobSetSpec{
 		ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rj("driver", 1), rj("workers", 2)}}}
 	require.NoError(t, env.Client.Create(context.Background(), js))
+	require.NotNil(t, js.Spec.SuccessPolicy, "JobSet's defaulting webhook (registered by StartJobSetController) did not run")
 	eventually(t, "the JobSet controller to create 3 Jobs", func(ctx context.Context) (bool, error) {
 		var jobs batchv1.JobList
 		if err := env.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
