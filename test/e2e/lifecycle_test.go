@@ -32,6 +32,13 @@ func pausePod() corev1.PodTemplateSpec {
 		Containers:  []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
 }
 
+// unplaceablePod is pausePod pinned to a node label no node has: it stays Pending.
+func unplaceablePod() corev1.PodTemplateSpec {
+	p := pausePod()
+	p.Spec.NodeSelector = map[string]string{"hyperbatch.dev/e2e-no-such-node": "true"}
+	return p
+}
+
 // The deployed manager fails a HyperJob at its deadline and deletes it at its TTL; the cluster's
 // garbage collector removes its children first (foreground), and none is recreated.
 func TestHyperJobDeadlineAndTTL(t *testing.T) {
@@ -105,7 +112,7 @@ func requireVolcano(t *testing.T, ns string) {
 	t.Fatal("Volcano's job controller does not run in this cluster (no PodGroup for a Volcano Job within 30s): start the cluster with Volcano (hack/localcluster without --no-volcano)")
 }
 
-// With Volcano's real job controller: a running Volcano Job past its deadline is aborted through the
+// With Volcano's real job controller: a started Volcano Job (enqueued, pods created) past its deadline is aborted through the
 // AbortJob command; its pods are gone, its state is Aborted and its PodGroup is removed.
 func TestVolcanoJobDeadlineAborts(t *testing.T) {
 	ctx := context.Background()
@@ -113,10 +120,13 @@ func TestVolcanoJobDeadlineAborts(t *testing.T) {
 	requireVolcano(t, ns)
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "overdue", Namespace: ns,
 		Annotations: map[string]string{deadlineAnnotation: "15"}},
-		// hyperbatch-scheduler places it (and hyperbatch's PodGroup status controller enqueues it): the
-		// e2e cluster runs no Volcano scheduler, so under schedulerName volcano it would never run.
+		// hyperbatch's PodGroup status controller enqueues it (schedulerName hyperbatch-scheduler), so
+		// Volcano's job controller creates its pods. kwok's default pod-complete stage ends every pod
+		// owned by a kind "Job" as soon as it runs, so a bound job would finish long before its deadline;
+		// its pods ask for a node label no node has and stay Pending: the job is started (Inqueue, pods
+		// created) and stays unfinished until the deadline aborts it.
 		Spec: batchv1alpha1.JobSpec{MinAvailable: 2, SchedulerName: "hyperbatch-scheduler",
-			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2, Template: pausePod()}}}}
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2, Template: unplaceablePod()}}}}
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +135,9 @@ func TestVolcanoJobDeadlineAborts(t *testing.T) {
 		err := c.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job.Name})
 		return len(l.Items), err
 	}
-	poll(t, 60*time.Second, "the job Running", func(ctx context.Context) (bool, error) {
-		var cur batchv1alpha1.Job
-		if err := c.Get(ctx, client.ObjectKeyFromObject(job), &cur); err != nil {
-			return false, err
-		}
-		return cur.Status.State.Phase == batchv1alpha1.Running, nil
+	poll(t, 60*time.Second, "Volcano's job controller creates the 2 pods", func(ctx context.Context) (bool, error) {
+		n, err := pods(ctx)
+		return n == 2, err
 	})
 	poll(t, 60*time.Second, "Aborted, pods gone, PodGroup removed", func(ctx context.Context) (bool, error) {
 		var cur batchv1alpha1.Job
