@@ -11,9 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"k8s.io/client-go/rest"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"

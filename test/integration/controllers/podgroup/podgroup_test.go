@@ -310,5 +310,7 @@ func TestForeignPodGroupNotAdopted(t *testing.T) {
 
 	// Once the foreign PodGroup is gone, the JobSet gets its own.
 	require.NoError(t, env.Client.Delete(ctx(t), foreign))
-	waitPG(t, ns, "mine", func(pg *schedulingv1beta1.PodGroup) bool { return metav1.IsControlledBy(pg, js) && pg.Spec.MinMember == 2 })
+	waitPG(t, ns, "mine", func(pg *schedulingv1beta1.PodGroup) bool {
+		return metav1.IsControlledBy(pg, js) && pg.Spec.MinMember == 2
+	})
 }
