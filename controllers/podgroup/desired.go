@@ -11,36 +11,19 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Scheduler names whose pods are gang members.
 const (
-	HyperbatchSchedulerName = "hyperbatch-scheduler"
-	VolcanoSchedulerName    = "volcano"
+	HyperbatchSchedulerName = defaults.HyperbatchSchedulerName
+	VolcanoSchedulerName    = defaults.VolcanoSchedulerName
 )
 
-// IsGang says whether a JobSet gets a PodGroup: not when it opts out (hyperbatch.dev/gang: "false");
-// yes when a pod template names hyperbatch-scheduler or volcano, when it carries Volcano's queue
-// annotation, or when the governing WorkloadPolicy says defaults.gang: true.
+// IsGang says whether a JobSet gets a PodGroup: defaults.JobSetIsGang, the rule the JobSet webhook
+// also uses to put its pods in the gang.
 func IsGang(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies) bool {
-	if js.Annotations[hbv1.GangAnnotation] == hbv1.GangAnnotationOptOut {
-		return false
-	}
-	for i := range js.Spec.ReplicatedJobs {
-		switch js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.SchedulerName {
-		case HyperbatchSchedulerName, VolcanoSchedulerName:
-			return true
-		}
-	}
-	if defaults.NormalizeQueue(js.Annotations[defaults.QueueNameAnnotation]) != "" {
-		return true
-	}
-	if pol := pols.MatchNamespace(ns); pol != nil && pol.Spec.Defaults.Gang != nil {
-		return *pol.Spec.Defaults.Gang
-	}
-	return false
+	return defaults.JobSetIsGang(js, ns, pols)
 }
 
 // Finished says whether the JobSet ended Completed or Failed (status.terminalState, or a true
