@@ -14,6 +14,9 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
+// DefaultQueue is Volcano's default queue, the PodGroup CRD's default for spec.queue.
+const DefaultQueue = "default"
+
 // Scheduler names whose pods are gang members.
 const (
 	HyperbatchSchedulerName = defaults.HyperbatchSchedulerName
@@ -93,6 +96,11 @@ func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Po
 		pg.Spec.NetworkTopology = nt
 	}
 	defaults.PodGroup(pg, ns, pols)
+	if pg.Spec.Queue == "" {
+		// The PodGroup CRD defaults spec.queue to Volcano's "default" queue; asking for it outright
+		// keeps the stored PodGroup equal to the desired one (otherwise every resync would apply).
+		pg.Spec.Queue = DefaultQueue
+	}
 	return pg, nil
 }
 

@@ -22,7 +22,6 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 const wait = 20 * time.Second
@@ -268,10 +267,11 @@ func TestNoWritesOnResync(t *testing.T) {
 	ns := namespace(t)
 	js := newJobSet(ns, "steady", 2, 2, corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("1500m")}}}}})
-	js.Annotations = map[string]string{defaults.QueueNameAnnotation: "team-a"}
+	// No queue anywhere: the PodGroup CRD's default ("default") must not make every resync apply.
+	js.Annotations = map[string]string{"touch": "start"}
 	require.NoError(t, env.Client.Create(ctx(t), js))
 	pg := waitPG(t, ns, "steady", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.MinMember == 4 })
-	assert.Equal(t, "team-a", pg.Spec.Queue)
+	assert.Equal(t, "default", pg.Spec.Queue)
 	assertQty(t, "6", pg.Spec.MinResources, corev1.ResourceCPU)
 
 	// Let the PodGroup's own watch event be reconciled too, then count.
