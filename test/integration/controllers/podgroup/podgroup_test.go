@@ -314,3 +314,30 @@ func TestForeignPodGroupNotAdopted(t *testing.T) {
 		return metav1.IsControlledBy(pg, js) && pg.Spec.MinMember == 2
 	})
 }
+
+// The effective-request rule: a large init container wins over app containers plus sidecars; an
+// init container after a sidecar counts the sidecar.
+func TestInitAndSidecarRules(t *testing.T) {
+	ns := namespace(t)
+	cpu := func(v string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q(v)}}
+	}
+	always := ptr.To(corev1.ContainerRestartPolicyAlways)
+	initFirst := newJobSet(ns, "init-first", 1, 2, corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: cpu("3")},
+			{Name: "side", Image: "busybox", RestartPolicy: always, Resources: cpu("500m")}},
+		Containers: []corev1.Container{{Name: "app", Image: "busybox", Resources: cpu("1")}}})
+	sidecarFirst := newJobSet(ns, "sidecar-first", 1, 2, corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "side", Image: "busybox", RestartPolicy: always, Resources: cpu("500m")},
+			{Name: "init", Image: "busybox", Resources: cpu("3")}},
+		Containers: []corev1.Container{{Name: "app", Image: "busybox", Resources: cpu("1")}}})
+	small := newJobSet(ns, "small-init", 1, 2, corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Image: "busybox", Resources: cpu("100m")},
+			{Name: "side", Image: "busybox", RestartPolicy: always, Resources: cpu("500m")}},
+		Containers: []corev1.Container{{Name: "app", Image: "busybox", Resources: cpu("1")}}})
+	for js, want := range map[*jobsetv1alpha2.JobSet]string{initFirst: "6", sidecarFirst: "7", small: "3"} {
+		require.NoError(t, env.Client.Create(ctx(t), js))
+		pg := waitPG(t, ns, js.Name, func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.MinMember == 2 })
+		assertQty(t, want, pg.Spec.MinResources, corev1.ResourceCPU)
+	}
+}
