@@ -23,6 +23,12 @@ const (
 	// "<source>/<field>,<field>;<source>/<field>" (format in internal/defaults' package doc).
 	DefaultedByAnnotation = "hyperbatch.dev/defaulted-by"
 
+	// GangAnnotation ("false") on a JobSet opts it out of the PodGroup the podgroup controller
+	// would give it; any other value is ignored.
+	GangAnnotation = "hyperbatch.dev/gang"
+	// GangAnnotationOptOut is the value of GangAnnotation that opts a JobSet out.
+	GangAnnotationOptOut = "false"
+
 	// HyperJobNameLabel names the HyperJob that owns a child Volcano Job or PropagationPolicy.
 	HyperJobNameLabel = "volcano.sh/hyperjob-name"
 	// ReplicatedJobNameLabel names the replicatedJob a child object was made from.

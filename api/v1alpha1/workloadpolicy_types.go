@@ -82,6 +82,12 @@ type PolicyDefaults struct {
 	// +optional
 	NetworkTopology *NetworkTopology `json:"networkTopology,omitempty"`
 
+	// Gang, when true, makes every JobSet in governed namespaces a gang: hyperbatch's podgroup
+	// controller gives it a Volcano PodGroup. False or unset leaves the choice to the JobSet (its
+	// schedulerName or Volcano queue annotation). A JobSet opts out with hyperbatch.dev/gang: "false".
+	// +optional
+	Gang *bool `json:"gang,omitempty"`
+
 	// TTLSecondsAfterFinished deletes finished workloads after this many seconds.
 	// +kubebuilder:validation:Minimum=0
 	// +optional

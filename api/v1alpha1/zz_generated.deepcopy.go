@@ -37,6 +37,11 @@ func (in *PolicyDefaults) DeepCopyInto(out *PolicyDefaults) {
 		*out = new(NetworkTopology)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Gang != nil {
+		in, out := &in.Gang, &out.Gang
+		*out = new(bool)
+		**out = **in
+	}
 	if in.TTLSecondsAfterFinished != nil {
 		in, out := &in.TTLSecondsAfterFinished, &out.TTLSecondsAfterFinished
 		*out = new(int32)

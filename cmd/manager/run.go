@@ -18,6 +18,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -33,6 +34,8 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
 	},
+	// One PodGroup per gang JobSet (minMember, minResources, queue, topology), released on finish.
+	"podgroup": func(m ctrl.Manager, _ options) error { return podgroup.NewReconciler(m).SetupWithManager(m) },
 	// PodGroup lifecycle (enqueue, phase, counts, conditions) for hyperbatch-scheduler's gangs.
 	"podgroupstatus": func(m ctrl.Manager, _ options) error {
 		r, err := podgroupstatus.NewReconciler(m, podgroupstatus.Options{})

@@ -2,6 +2,7 @@ package defaults
 
 import (
 	"strconv"
+	"strings"
 
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -10,7 +11,9 @@ import (
 
 // JobSet fills a JobSet's queue annotation, copies its queue into every replicatedJob's pod template
 // that has none, fills the pod templates' priorityClassName and schedulerName, and fills
-// spec.ttlSecondsAfterFinished and the hyperbatch.dev/active-deadline-seconds annotation.
+// spec.ttlSecondsAfterFinished and the hyperbatch.dev/active-deadline-seconds annotation. When the
+// JobSet is a gang (JobSetIsGang), every pod template without one gets the annotation
+// scheduling.k8s.io/group-name: <JobSet name>, the PodGroup controllers/podgroup makes.
 //
 // The pod templates get the JobSet's effective queue so pods agree with the PodGroup made for the
 // JobSet: the JobSet's own annotation when the user set it (source "jobset:<name>" in
@@ -40,6 +43,20 @@ func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
 			r.fillString(&tmpl.Spec.PriorityClassName, d.PriorityClassName, prefix+".spec.priorityClassName", FieldPriorityClassName)
 		}
 		r.fillString(&tmpl.Spec.SchedulerName, d.SchedulerName, prefix+".spec.schedulerName", FieldSchedulerName)
+	}
+
+	// A gang's pods name its PodGroup (controllers/podgroup names it after the JobSet) so both
+	// schedulers see one gang. A generated name is not known yet at admission: no group then.
+	if js.Name != "" && JobSetIsGang(js, ns, pols) {
+		for i := range js.Spec.ReplicatedJobs {
+			tmpl := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
+			if strings.TrimSpace(tmpl.Annotations[GroupNameAnnotation]) != "" {
+				continue
+			}
+			setAnnotation(&tmpl.ObjectMeta, GroupNameAnnotation, js.Name)
+			r.record("spec.replicatedJobs["+strconv.Itoa(i)+"].template.spec.template.metadata.annotations["+GroupNameAnnotation+"]",
+				FieldGroupName, Source{Kind: SourceJobSet, Name: js.Name})
+		}
 	}
 
 	if js.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {

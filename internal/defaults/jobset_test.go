@@ -37,7 +37,15 @@ func TestJobSet(t *testing.T) {
 	qKey := "metadata.annotations[" + QueueNameAnnotation + "]"
 	rj := func(i, rest string) string { return "spec.replicatedJobs[" + i + "].template.spec.template." + rest }
 	q := map[string]string{QueueNameAnnotation: "team-a"}
-	const all = "team-a/queue,priorityClassName,schedulerName,ttlSecondsAfterFinished,activeDeadlineSeconds"
+	const all = "team-a/queue,priorityClassName,schedulerName,ttlSecondsAfterFinished,activeDeadlineSeconds;jobset:train/groupName"
+	g := func(m map[string]string) map[string]string {
+		out := map[string]string{GroupNameAnnotation: "train"}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
+	gKey := "metadata.annotations[" + GroupNameAnnotation + "]"
 
 	tests := []struct {
 		name string
@@ -53,10 +61,11 @@ func TestJobSet(t *testing.T) {
 		in:   jobSet(nil, nil, podTemplate(nil, "", "", nil), podTemplate(nil, "", "", nil)),
 		want: jobSet(map[string]string{QueueNameAnnotation: "team-a", hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all},
 			ptr.To[int32](86400),
-			podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil), podTemplate(q, "batch-normal", "hyperbatch-scheduler", nil)),
+			podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil), podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil)),
 		res: wantResult{Policy: "team-a", Fields: []string{qKey,
 			rj("0", qKey), rj("0", "spec.priorityClassName"), rj("0", "spec.schedulerName"),
 			rj("1", qKey), rj("1", "spec.priorityClassName"), rj("1", "spec.schedulerName"),
+			rj("0", gKey), rj("1", gKey),
 			"spec.ttlSecondsAfterFinished", "metadata.annotations[" + hbv1.ActiveDeadlineSecondsAnnotation + "]"}, DefaultedBy: all},
 	}, {
 		name: "the user's JobSet queue reaches templates; template values kept",
@@ -65,19 +74,37 @@ func TestJobSet(t *testing.T) {
 		in: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](0),
 			podTemplate(map[string]string{QueueNameAnnotation: "other"}, "p", "s", nil),
 			podTemplate(nil, "", "s", ptr.To[int32](7))),
-		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "jobset:train/queue"},
+		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "jobset:train/queue,groupName"},
 			ptr.To[int32](0),
-			podTemplate(map[string]string{QueueNameAnnotation: "other"}, "p", "s", nil),
-			podTemplate(map[string]string{QueueNameAnnotation: "mine"}, "", "s", ptr.To[int32](7))),
-		res: wantResult{Policy: "team-a", Fields: []string{rj("1", qKey)}, DefaultedBy: "jobset:train/queue"},
+			podTemplate(g(map[string]string{QueueNameAnnotation: "other"}), "p", "s", nil),
+			podTemplate(g(map[string]string{QueueNameAnnotation: "mine"}), "", "s", ptr.To[int32](7))),
+		res: wantResult{Policy: "team-a", Fields: []string{rj("1", qKey), rj("0", gKey), rj("1", gKey)}, DefaultedBy: "jobset:train/queue,groupName"},
 	}, {
 		name: "namespace annotation beats policy queue, on the JobSet and its templates",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsML,
 		in:   jobSet(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1), podTemplate(nil, "p", "s", nil)),
-		want: jobSet(map[string]string{QueueNameAnnotation: "ml-queue", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "namespace:ml/queue"},
-			ptr.To[int32](1), podTemplate(map[string]string{QueueNameAnnotation: "ml-queue"}, "p", "s", nil)),
-		res: wantResult{Policy: "team-a", Fields: []string{qKey, rj("0", qKey)}, DefaultedBy: "namespace:ml/queue"},
+		want: jobSet(map[string]string{QueueNameAnnotation: "ml-queue", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "namespace:ml/queue;jobset:train/groupName"},
+			ptr.To[int32](1), podTemplate(g(map[string]string{QueueNameAnnotation: "ml-queue"}), "p", "s", nil)),
+		res: wantResult{Policy: "team-a", Fields: []string{qKey, rj("0", qKey), rj("0", gKey)}, DefaultedBy: "namespace:ml/queue;jobset:train/groupName"},
+	}, {
+		name: "a gang's own group name is kept; an opted-out JobSet gets none",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine", GroupNameAnnotation: "other-group"}, "p", "s", nil)),
+		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine", GroupNameAnnotation: "other-group"}, "p", "s", nil)),
+		res: wantResult{Policy: "team-a"},
+	}, {
+		name: "opted out: no group name",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.GangAnnotation: "false", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine"}, "p", "hyperbatch-scheduler", nil)),
+		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.GangAnnotation: "false", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine"}, "p", "hyperbatch-scheduler", nil)),
+		res: wantResult{Policy: "team-a"},
 	}, {
 		name: "no matching policy: no change, empty Result",
 		pols: []hbv1.WorkloadPolicy{teamA()},

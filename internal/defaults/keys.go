@@ -30,6 +30,7 @@ const (
 	FieldReplicaScheduling       = "replicaScheduling"
 	FieldSpreadConstraints       = "spreadConstraints"
 	FieldPropagateDeps           = "propagateDeps"
+	FieldGroupName               = "groupName"
 )
 
 // fieldOrder is the canonical order of short field names inside one defaulted-by entry.
@@ -37,6 +38,7 @@ var fieldOrder = []string{
 	FieldQueue, FieldPriorityClassName, FieldSchedulerName, FieldNetworkTopology,
 	FieldTTLSecondsAfterFinished, FieldActiveDeadlineSeconds,
 	FieldClusterNames, FieldReplicaScheduling, FieldSpreadConstraints, FieldPropagateDeps,
+	FieldGroupName,
 }
 
 // Prefixes of the sources that are not policies; ':' cannot occur in a policy name.

@@ -72,7 +72,10 @@ func TestFills(t *testing.T) {
 		js.Name = "train"
 		js.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] = "1"
 		res := JobSet(js, nsA, pols)
-		require.Equal(t, []Fill{{Path: rj("1", qPath), Field: FieldQueue, Source: Source{Kind: SourceJobSet, Name: "train"}}}, res.Fills)
+		gPath := "metadata.annotations[" + GroupNameAnnotation + "]"
+		src := Source{Kind: SourceJobSet, Name: "train"}
+		require.Equal(t, []Fill{{Path: rj("1", qPath), Field: FieldQueue, Source: src},
+			{Path: rj("0", gPath), Field: FieldGroupName, Source: src}, {Path: rj("1", gPath), Field: FieldGroupName, Source: src}}, res.Fills)
 	})
 
 	t.Run("source strings are the defaulted-by forms", func(t *testing.T) {

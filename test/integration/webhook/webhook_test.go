@@ -189,8 +189,8 @@ func TestWorkloadDefaults(t *testing.T) {
 	pt := js.Spec.ReplicatedJobs[0].Template.Spec.Template
 	if js.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Annotations[defaults.QueueNameAnnotation] != "team-a" ||
 		pt.Spec.PriorityClassName != "batch-normal" || pt.Spec.SchedulerName != "hyperbatch-scheduler" || *js.Spec.TTLSecondsAfterFinished != 86400 ||
-		js.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" {
-		t.Errorf("JobSet not defaulted: %v %v %+v", js.Annotations, pt.Annotations, pt.Spec)
+		js.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" || pt.Annotations[defaults.GroupNameAnnotation] != "js" {
+		t.Errorf("JobSet not defaulted (a gang's pod templates name its PodGroup): %v %v %+v", js.Annotations, pt.Annotations, pt.Spec)
 	}
 
 	hj := hyperJob("work-a", "hj", replicatedJob("trainer", 2))

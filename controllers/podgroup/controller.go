@@ -1,0 +1,291 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+)
+
+// FieldOwner is the server-side apply field manager of every PodGroup this controller writes.
+const FieldOwner = "hyperbatch-podgroup"
+
+// Event reasons on the JobSet. Each PodGroup phase has its own reason ("PodGroup" + phase), so the
+// recorder's per-object spam filter, which keys on reason and message, never hides a phase change
+// behind an earlier one; phase Events are sent only when the phase changes (a handful per JobSet).
+const (
+	ReasonForeignPodGroup = "ForeignPodGroup"
+	ReasonInvalidGang     = "InvalidGang"
+	ReasonPodGroupPrefix  = "PodGroup"
+)
+
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler keeps one PodGroup per gang JobSet.
+type Reconciler struct {
+	client   client.Client
+	recorder record.EventRecorder
+
+	mu sync.Mutex
+	// phases is the PodGroup phase last reported per JobSet UID (Events only on change).
+	phases map[types.UID]schedulingv1beta1.PodGroupPhase
+	// warned is the foreign PodGroup (by UID) last warned about per JobSet UID (one Event each).
+	warned map[types.UID]types.UID
+}
+
+// NewReconciler builds a Reconciler from the manager's cached client.
+func NewReconciler(mgr ctrl.Manager) *Reconciler {
+	return &Reconciler{
+		client:   mgr.GetClient(),
+		recorder: mgr.GetEventRecorderFor(FieldOwner),
+		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
+		warned:   map[types.UID]types.UID{},
+	}
+}
+
+// SetupWithManager watches JobSets, PodGroups (mapped to the JobSet of the same name, foreign ones
+// included), and the inputs of minResources and of the defaults: LimitRanges (the namespace's
+// JobSets), RuntimeClasses and WorkloadPolicies (every JobSet). A PodGroup that is Running keeps its
+// minResources, so LimitRange and RuntimeClass changes only reach gangs that have not started.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	registerMetrics()
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup").
+		For(&jobsetv1alpha2.JobSet{}).
+		Watches(&schedulingv1beta1.PodGroup{}, byName).
+		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return r.jobSets(ctx, client.InNamespace(o.GetNamespace()))
+		})).
+		Watches(&nodev1.RuntimeClass{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.jobSets(ctx)
+		})).
+		Watches(&hbv1.WorkloadPolicy{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.jobSets(ctx)
+		})).
+		Complete(r)
+}
+
+func (r *Reconciler) jobSets(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+	var list jobsetv1alpha2.JobSetList
+	if err := r.client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		log.FromContext(ctx).Error(err, "listing JobSets to recompute their PodGroups")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// Reconcile brings the JobSet's PodGroup to what it should be: absent (not a gang, suspended,
+// finished), left alone (foreign), or applied when it differs.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("jobset", req.NamespacedName)
+	var js jobsetv1alpha2.JobSet
+	if err := r.client.Get(ctx, req.NamespacedName, &js); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The garbage collector deletes our PodGroup through its ownerReference.
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading JobSet %s: %w", req.NamespacedName, err)
+	}
+	if !js.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	var have *schedulingv1beta1.PodGroup
+	var pg schedulingv1beta1.PodGroup
+	if err := r.client.Get(ctx, req.NamespacedName, &pg); err == nil {
+		have = &pg
+	} else if !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("reading PodGroup %s: %w", req.NamespacedName, err)
+	}
+	if have != nil && !metav1.IsControlledBy(have, &js) {
+		r.warnForeign(&js, have)
+		return reconcile.Result{}, nil
+	}
+	if have != nil {
+		r.reportPhase(&js, have)
+	}
+
+	ns, pols, err := r.policyInputs(ctx, js.Namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	switch {
+	case !IsGang(&js, ns, pols):
+		return reconcile.Result{}, r.release(ctx, &js, have, "not a gang")
+	case Suspended(&js):
+		return reconcile.Result{}, r.release(ctx, &js, have, "suspended")
+	case Finished(&js):
+		return reconcile.Result{}, r.release(ctx, &js, have, "finished")
+	}
+
+	adm, err := r.admission(ctx, js.Namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	want, err := Desired(&js, ns, pols, adm)
+	if err != nil {
+		// Bad input: the user must fix the JobSet; a retry cannot help. The message names the field.
+		r.recorder.Event(&js, corev1.EventTypeWarning, ReasonInvalidGang, "no PodGroup: "+err.Error())
+		logger.Info("JobSet cannot be a gang", "error", err.Error())
+		return reconcile.Result{}, nil
+	}
+	if have != nil && have.Status.Phase == schedulingv1beta1.PodGroupRunning {
+		// A running gang keeps its minResources: LimitRange or RuntimeClass changes apply to pods
+		// created later, not to the gang already admitted.
+		want.Spec.MinResources = have.Spec.MinResources
+	}
+	if have != nil && UpToDate(want, have) {
+		return reconcile.Result{}, nil
+	}
+	if err := r.apply(ctx, want); err != nil {
+		writes.WithLabelValues("apply", "error").Inc()
+		return reconcile.Result{}, err
+	}
+	writes.WithLabelValues("apply", "ok").Inc()
+	logger.V(1).Info("applied PodGroup", "minMember", want.Spec.MinMember, "queue", want.Spec.Queue)
+	return reconcile.Result{}, nil
+}
+
+// apply writes the desired fields with server-side apply. The body holds only our fields (no status,
+// no creationTimestamp), so forcing ownership takes over only those.
+func (r *Reconciler) apply(ctx context.Context, want *schedulingv1beta1.PodGroup) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return fmt.Errorf("encoding PodGroup %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	delete(m, "status")
+	if md, ok := m["metadata"].(map[string]interface{}); ok {
+		delete(md, "creationTimestamp")
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if err := r.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying PodGroup %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
+}
+
+// release deletes the JobSet's own PodGroup, with a UID precondition so a PodGroup made again in the
+// meantime is never deleted by mistake.
+func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, have *schedulingv1beta1.PodGroup, why string) error {
+	if have == nil || !have.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	uid := have.UID
+	err := r.client.Delete(ctx, have, client.Preconditions{UID: &uid})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		writes.WithLabelValues("delete", "error").Inc()
+		return fmt.Errorf("deleting PodGroup %s/%s (%s): %w", have.Namespace, have.Name, why, err)
+	}
+	writes.WithLabelValues("delete", "ok").Inc()
+	r.recorder.Eventf(js, corev1.EventTypeNormal, "PodGroupReleased", "deleted PodGroup %s: JobSet %s", have.Name, why)
+	log.FromContext(ctx).Info("released PodGroup", "jobset", client.ObjectKeyFromObject(js), "reason", why)
+	return nil
+}
+
+// warnForeign sends one Warning per foreign PodGroup: a PodGroup of the JobSet's name that this
+// JobSet does not control is never adopted or written.
+func (r *Reconciler) warnForeign(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta1.PodGroup) {
+	r.mu.Lock()
+	seen := r.warned[js.UID] == pg.UID
+	r.warned[js.UID] = pg.UID
+	r.mu.Unlock()
+	if seen {
+		return
+	}
+	foreign.Inc()
+	r.recorder.Eventf(js, corev1.EventTypeWarning, ReasonForeignPodGroup,
+		"PodGroup %s/%s exists and is not controlled by this JobSet: it is not adopted or changed; delete it or rename the JobSet to get a gang",
+		pg.Namespace, pg.Name)
+}
+
+// reportPhase sends an Event when the PodGroup's phase differs from the one last reported, with the
+// Unschedulable condition's message when there is one.
+func (r *Reconciler) reportPhase(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta1.PodGroup) {
+	phase := pg.Status.Phase
+	if phase == "" {
+		return
+	}
+	r.mu.Lock()
+	same := r.phases[js.UID] == phase
+	r.phases[js.UID] = phase
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	msg := fmt.Sprintf("PodGroup %s is %s", pg.Name, phase)
+	typ := corev1.EventTypeNormal
+	for _, c := range pg.Status.Conditions {
+		if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue {
+			msg += ": unschedulable: " + c.Message
+			typ = corev1.EventTypeWarning
+		}
+	}
+	r.recorder.Event(js, typ, ReasonPodGroupPrefix+string(phase), msg)
+}
+
+// policyInputs reads the namespace and WorkloadPolicies for the defaults engine.
+func (r *Reconciler) policyInputs(ctx context.Context, namespace string) (defaults.Namespace, *defaults.Policies, error) {
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		return defaults.Namespace{}, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	var list hbv1.WorkloadPolicyList
+	if err := r.client.List(ctx, &list); err != nil {
+		return defaults.Namespace{}, nil, fmt.Errorf("listing WorkloadPolicies: %w", err)
+	}
+	pols, err := defaults.NewPolicies(list.Items)
+	if err != nil {
+		// The valid policies still apply; the WorkloadPolicy controller reports the invalid ones.
+		log.FromContext(ctx).V(1).Info("ignoring invalid WorkloadPolicies", "error", err.Error())
+	}
+	return defaults.NamespaceOf(&ns), pols, nil
+}
+
+// admission reads the namespace's LimitRanges and the RuntimeClasses.
+func (r *Reconciler) admission(ctx context.Context, namespace string) (Admission, error) {
+	var lrs corev1.LimitRangeList
+	if err := r.client.List(ctx, &lrs, client.InNamespace(namespace)); err != nil {
+		return Admission{}, fmt.Errorf("listing LimitRanges of %s: %w", namespace, err)
+	}
+	var rcs nodev1.RuntimeClassList
+	if err := r.client.List(ctx, &rcs); err != nil {
+		return Admission{}, fmt.Errorf("listing RuntimeClasses: %w", err)
+	}
+	a := Admission{LimitRanges: lrs.Items, RuntimeClasses: make(map[string]*nodev1.RuntimeClass, len(rcs.Items))}
+	for i := range rcs.Items {
+		a.RuntimeClasses[rcs.Items[i].Name] = &rcs.Items[i]
+	}
+	return a, nil
+}

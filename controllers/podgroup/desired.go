@@ -1,0 +1,142 @@
+package podgroup
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+)
+
+// DefaultQueue is Volcano's default queue, the PodGroup CRD's default for spec.queue.
+const DefaultQueue = "default"
+
+// Scheduler names whose pods are gang members.
+const (
+	HyperbatchSchedulerName = defaults.HyperbatchSchedulerName
+	VolcanoSchedulerName    = defaults.VolcanoSchedulerName
+)
+
+// IsGang says whether a JobSet gets a PodGroup: defaults.JobSetIsGang, the rule the JobSet webhook
+// also uses to put its pods in the gang.
+func IsGang(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies) bool {
+	return defaults.JobSetIsGang(js, ns, pols)
+}
+
+// Finished says whether the JobSet ended Completed or Failed (status.terminalState, or a true
+// Completed/Failed condition).
+func Finished(js *jobsetv1alpha2.JobSet) bool {
+	switch js.Status.TerminalState {
+	case string(jobsetv1alpha2.JobSetCompleted), string(jobsetv1alpha2.JobSetFailed):
+		return true
+	}
+	for _, c := range js.Status.Conditions {
+		if (c.Type == string(jobsetv1alpha2.JobSetCompleted) || c.Type == string(jobsetv1alpha2.JobSetFailed)) && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspended says whether spec.suspend is true.
+func Suspended(js *jobsetv1alpha2.JobSet) bool { return ptr.Deref(js.Spec.Suspend, false) }
+
+// Desired builds the PodGroup the JobSet should have: the fields this controller owns and nothing
+// else (it is an apply configuration, not a full object). The JobSet's own keys come first: its
+// queue annotation, the first pod template's priorityClassName, the Volcano topology annotations on
+// the JobSet; what is still empty comes from defaults.PodGroup, the call the PodGroup webhook makes.
+func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies, adm Admission) (*schedulingv1beta1.PodGroup, error) {
+	minMember, err := MinMember(js)
+	if err != nil {
+		return nil, err
+	}
+	minRes, err := MinResources(js, adm)
+	if err != nil {
+		return nil, err
+	}
+	pg := &schedulingv1beta1.PodGroup{
+		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: js.Name, Namespace: js.Namespace,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: jobsetv1alpha2.GroupVersion.String(), Kind: "JobSet", Name: js.Name, UID: js.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			MinMember:    minMember,
+			MinResources: &minRes,
+			Queue:        defaults.NormalizeQueue(js.Annotations[defaults.QueueNameAnnotation]),
+		},
+	}
+	if minRes == nil {
+		pg.Spec.MinResources = nil
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		if pc := js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.PriorityClassName; pc != "" {
+			pg.Spec.PriorityClassName = pc
+			break
+		}
+	}
+	if mode := js.Annotations[defaults.NetworkTopologyModeAnnotation]; mode != "" {
+		nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.NetworkTopologyMode(mode)}
+		if v := js.Annotations[defaults.NetworkTopologyHighestTierAnnotation]; v != "" {
+			tier, err := strconv.Atoi(v)
+			if err != nil || tier < 1 {
+				return nil, fmt.Errorf("annotation %s=%q is not a positive integer: set the highest HyperNode tier the gang may span, or remove it", defaults.NetworkTopologyHighestTierAnnotation, v)
+			}
+			nt.HighestTierAllowed = &tier
+		}
+		pg.Spec.NetworkTopology = nt
+	}
+	defaults.PodGroup(pg, ns, pols)
+	if pg.Spec.Queue == "" {
+		// The PodGroup CRD defaults spec.queue to Volcano's "default" queue; asking for it outright
+		// keeps the stored PodGroup equal to the desired one (otherwise every resync would apply).
+		pg.Spec.Queue = DefaultQueue
+	}
+	return pg, nil
+}
+
+// UpToDate says whether the observed PodGroup already carries every value of want, so an apply would
+// change nothing: only the fields this controller owns are compared.
+func UpToDate(want, have *schedulingv1beta1.PodGroup) bool {
+	if !metav1.IsControlledBy(have, &metav1.ObjectMeta{UID: want.OwnerReferences[0].UID}) {
+		return false
+	}
+	for k, v := range want.Annotations {
+		if have.Annotations[k] != v {
+			return false
+		}
+	}
+	w, h := &want.Spec, &have.Spec
+	return w.MinMember == h.MinMember && w.Queue == h.Queue && w.PriorityClassName == h.PriorityClassName &&
+		sameResources(w.MinResources, h.MinResources) &&
+		equality.Semantic.DeepEqual(w.NetworkTopology, h.NetworkTopology)
+}
+
+func sameResources(a, b *corev1.ResourceList) bool {
+	var x, y corev1.ResourceList
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	if len(x) != len(y) {
+		return false
+	}
+	for name, q := range x {
+		o, ok := y[name]
+		if !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,94 @@
+// Package podgroup tests the JobSet PodGroup controller against a real kube-apiserver (envtest). No
+// JobSet controller runs here: the tests play it where they need a JobSet's status (Completed).
+package podgroup
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+var (
+	env    *framework.Env
+	writes = &writeCounter{byPath: map[string]int{}}
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = framework.Start(framework.Options{}); err != nil {
+		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(writes.RoundTrip)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err == nil {
+		err = podgroup.NewReconciler(mgr).SetupWithManager(mgr)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "setting up the manager: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+	}
+	return code
+}
+
+// writeCounter counts the mutating requests (POST, PUT, PATCH, DELETE) the controller's client sends,
+// by resource kind and name ("podgroups/<name>", "jobsets/<name>"), at the HTTP transport.
+type writeCounter struct {
+	mu     sync.Mutex
+	byPath map[string]int
+}
+
+func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+			if len(parts) >= 2 {
+				key := parts[len(parts)-2] + "/" + parts[len(parts)-1]
+				if parts[len(parts)-1] == "status" && len(parts) >= 3 {
+					key = parts[len(parts)-3] + "/" + parts[len(parts)-2]
+				}
+				w.mu.Lock()
+				w.byPath[key]++
+				w.mu.Unlock()
+			}
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+// For is the number of writes to kind ("podgroups", "jobsets") named name.
+func (w *writeCounter) For(kind, name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.byPath[kind+"/"+name]
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
