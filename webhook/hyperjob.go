@@ -80,5 +80,4 @@ func (c *checker) replicatedJobShape(hyperJob string, p *field.Path, rj *trainin
 	if err := naming.CheckChildJobNames(hyperJob, rj.Name, int(rj.Replicas)); err != nil {
 		c.errs = append(c.errs, field.Invalid(p.Child("name"), rj.Name, err.Error()))
 	}
-
 }

@@ -22,7 +22,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"math"
 	"os"
 	"os/exec"
@@ -33,6 +32,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -417,7 +418,7 @@ func appendResult(b *testing.B, line string) {
 		b.Errorf("appending to %s: %v", p, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := fmt.Fprintf(f, "%s  %s\n", time.Now().UTC().Format(time.RFC3339), line); err != nil {
 		b.Errorf("appending to %s: %v", p, err)
 	}

@@ -2,9 +2,10 @@ package lifecycle
 
 import (
 	"fmt"
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"strconv"
 	"time"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

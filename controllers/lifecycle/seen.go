@@ -1,8 +1,9 @@
 package lifecycle
 
 import (
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"sync"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
 	"k8s.io/apimachinery/pkg/types"
 )

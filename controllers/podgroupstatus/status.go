@@ -152,11 +152,6 @@ func findCondition(conds []schedulingv1beta1.PodGroupCondition, t schedulingv1be
 	return nil
 }
 
-func hasCondition(conds []schedulingv1beta1.PodGroupCondition, t schedulingv1beta1.PodGroupConditionType, s corev1.ConditionStatus) bool {
-	c := findCondition(conds, t)
-	return c != nil && c.Status == s
-}
-
 // setCondition sets one condition of each type; the transition time moves only when the status does.
 func setCondition(conds *[]schedulingv1beta1.PodGroupCondition, t schedulingv1beta1.PodGroupConditionType, status corev1.ConditionStatus, reason, msg string, now time.Time) {
 	if c := findCondition(*conds, t); c != nil {

@@ -20,10 +20,9 @@ type statusWriter struct {
 	c    client.Client
 	disc discovery.DiscoveryInterface
 
-	mu      sync.Mutex
-	known   bool
-	subres  bool
-	discErr error
+	mu     sync.Mutex
+	known  bool
+	subres bool
 }
 
 // subresource reports whether podgroups/status is served, asking discovery once (again after reset).

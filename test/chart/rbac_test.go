@@ -52,7 +52,7 @@ func generatedRoles(t *testing.T) (cluster, namespaced []rbacv1.PolicyRule) {
 	path := filepath.Join(framework.RepoRoot(), "config", "rbac", "role.yaml")
 	f, err := os.Open(path)
 	require.NoError(t, err, "run `make generate`")
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	for {
 		var u map[string]any

@@ -286,7 +286,7 @@ func start(ctx context.Context, o NeighbourOptions, name string, args []string, 
 	for {
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("%s exited during start (%v).\n%s", name, p.waitErr, p.LogTail(20))
+			return nil, fmt.Errorf("%s exited during start (%w).\n%s", name, p.waitErr, p.LogTail(20))
 		default:
 		}
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -297,7 +297,7 @@ func start(ctx context.Context, o NeighbourOptions, name string, args []string, 
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			_ = p.Stop()
-			return nil, fmt.Errorf("%s did not become ready within %s (last check: %v).\n%s", name, o.StartTimeout, err, p.LogTail(20))
+			return nil, fmt.Errorf("%s did not become ready within %s (last check: %w).\n%s", name, o.StartTimeout, err, p.LogTail(20))
 		}
 		select {
 		case <-ctx.Done():

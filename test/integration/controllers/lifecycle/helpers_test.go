@@ -3,10 +3,11 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"strconv"
 	"testing"
 	"time"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
@@ -129,11 +130,11 @@ func trueCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 }
 
 // waitForFailed waits for the object's Failed condition and returns it, checking its reason.
-func waitForHyperJobFailed(t *testing.T, ns, name string, timeout time.Duration) (*trainingv1alpha1.HyperJob, metav1.Condition) {
+func waitForHyperJobFailed(t *testing.T, ns, name string) (*trainingv1alpha1.HyperJob, metav1.Condition) {
 	t.Helper()
 	var hj trainingv1alpha1.HyperJob
 	var c *metav1.Condition
-	waitFor(t, timeout, "HyperJob "+name+" Failed", func(ctx context.Context) (bool, error) {
+	waitFor(t, 20*time.Second, "HyperJob "+name+" Failed", func(ctx context.Context) (bool, error) {
 		if err := get(ctx, &hj, ns, name); err != nil {
 			return false, err
 		}
@@ -144,11 +145,11 @@ func waitForHyperJobFailed(t *testing.T, ns, name string, timeout time.Duration)
 	return &hj, *c
 }
 
-func waitForJobSetFailed(t *testing.T, ns, name string, timeout time.Duration) (*jobsetv1alpha2.JobSet, metav1.Condition) {
+func waitForJobSetFailed(t *testing.T, ns, name string) (*jobsetv1alpha2.JobSet, metav1.Condition) {
 	t.Helper()
 	var js jobsetv1alpha2.JobSet
 	var c *metav1.Condition
-	waitFor(t, timeout, "JobSet "+name+" Failed", func(ctx context.Context) (bool, error) {
+	waitFor(t, 20*time.Second, "JobSet "+name+" Failed", func(ctx context.Context) (bool, error) {
 		if err := get(ctx, &js, ns, name); err != nil {
 			return false, err
 		}
@@ -161,7 +162,8 @@ func waitForJobSetFailed(t *testing.T, ns, name string, timeout time.Duration) (
 
 // requireWithin checks that an action recorded at `at` (a second-precision API timestamp) happened
 // `want` after `from` (also second-precision): within [want-1s, want+slack].
-func requireWithin(t *testing.T, what string, from, at time.Time, want, slack time.Duration) {
+func requireWithin(t *testing.T, what string, from, at time.Time, want time.Duration) {
+	const slack = 2 * time.Second
 	t.Helper()
 	got := at.Sub(from)
 	require.GreaterOrEqual(t, got, want-time.Second, "%s: %s after the start, want %s", what, got, want)

@@ -82,8 +82,8 @@ func TestHyperJobDeadline(t *testing.T) {
 	create(t, hj)
 	jobs := waitForChildren(t, ns, "train", 2)
 
-	got, failed := waitForHyperJobFailed(t, ns, "train", 20*time.Second)
-	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 3*time.Second, 2*time.Second)
+	got, failed := waitForHyperJobFailed(t, ns, "train")
+	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 3*time.Second)
 	requireAborted(t, ns, jobs)
 	assert.Equal(t, before+1, actions(lifecycle.KindHyperJob, lifecycle.ActionDeadline))
 	es, err := events(context.Background(), ns, got.UID, lifecycle.ReasonDeadlineExceeded)
@@ -119,7 +119,7 @@ func TestHyperJobTTLDeletesItAndChildren(t *testing.T) {
 	startManager(t, ns, managerOptions{hyperJob: true})
 	create(t, newHyperJob(ns, "done", 2, 1, 3))
 	waitForChildren(t, ns, "done", 2)
-	got, failed := waitForHyperJobFailed(t, ns, "done", 20*time.Second)
+	got, failed := waitForHyperJobFailed(t, ns, "done")
 
 	waitFor(t, 30*time.Second, "HyperJob deleted", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(get(ctx, &trainingv1alpha1.HyperJob{}, ns, "done")), nil
@@ -131,7 +131,7 @@ func TestHyperJobTTLDeletesItAndChildren(t *testing.T) {
 	es, err := events(context.Background(), ns, got.UID, lifecycle.ReasonTTLExpired)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, eventCount(es))
-	requireWithin(t, "TTL deletion", failed.LastTransitionTime.Time, es[0].FirstTimestamp.Time, 3*time.Second, 2*time.Second)
+	requireWithin(t, "TTL deletion", failed.LastTransitionTime.Time, es[0].FirstTimestamp.Time, 3*time.Second)
 
 	// The HyperJob controller has processed later events (a sentinel HyperJob's children exist), and
 	// the deleted HyperJob's children are still gone.
@@ -152,8 +152,8 @@ func TestRestartMidCountdown(t *testing.T) {
 	stop()
 	startManager(t, ns, managerOptions{hyperJob: true})
 
-	got, failed := waitForHyperJobFailed(t, ns, "r", 20*time.Second)
-	requireWithin(t, "Failed after a restart", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 4*time.Second, 2*time.Second)
+	got, failed := waitForHyperJobFailed(t, ns, "r")
+	requireWithin(t, "Failed after a restart", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 4*time.Second)
 	requireAborted(t, ns, jobs)
 
 	// Restart again between the deadline and the TTL deletion.
@@ -169,7 +169,7 @@ func TestRestartMidCountdown(t *testing.T) {
 	ttl, err := events(ctx, ns, got.UID, lifecycle.ReasonTTLExpired)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, eventCount(ttl), "the TTL deletion happened once")
-	requireWithin(t, "TTL deletion after restarts", failed.LastTransitionTime.Time, ttl[0].FirstTimestamp.Time, 4*time.Second, 2*time.Second)
+	requireWithin(t, "TTL deletion after restarts", failed.LastTransitionTime.Time, ttl[0].FirstTimestamp.Time, 4*time.Second)
 }
 
 // A HyperJob recreated under the name of one the TTL deleted is a different object (another UID):
@@ -178,7 +178,7 @@ func TestNameReusedAfterDeletion(t *testing.T) {
 	ns := newNamespace(t, "hj-reuse")
 	startManager(t, ns, managerOptions{hyperJob: true})
 	create(t, newHyperJob(ns, "reuse", 1, 1, 1))
-	old, _ := waitForHyperJobFailed(t, ns, "reuse", 20*time.Second)
+	old, _ := waitForHyperJobFailed(t, ns, "reuse")
 	waitFor(t, 30*time.Second, "first HyperJob deleted", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(get(ctx, &trainingv1alpha1.HyperJob{}, ns, "reuse")), nil
 	})
@@ -186,7 +186,7 @@ func TestNameReusedAfterDeletion(t *testing.T) {
 	// Same name, same deadline, a long TTL; and a sentinel with the old short TTL created with it.
 	create(t, newHyperJob(ns, "reuse", 1, 1, 120))
 	create(t, newHyperJob(ns, "sentinel", 1, 1, 1))
-	again, _ := waitForHyperJobFailed(t, ns, "reuse", 20*time.Second)
+	again, _ := waitForHyperJobFailed(t, ns, "reuse")
 	require.NotEqual(t, old.UID, again.UID)
 	waitFor(t, 30*time.Second, "sentinel deleted by its TTL", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(get(ctx, &trainingv1alpha1.HyperJob{}, ns, "sentinel")), nil

@@ -53,8 +53,8 @@ func TestJobSetDeadlineWithRealJobSetController(t *testing.T) {
 		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 2}}
 	create(t, pg)
 
-	got, failed := waitForJobSetFailed(t, ns, "train", 20*time.Second)
-	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 4*time.Second, 2*time.Second)
+	got, failed := waitForJobSetFailed(t, ns, "train")
+	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 4*time.Second)
 	assert.Equal(t, string(jobsetv1alpha2.JobSetFailed), got.Status.TerminalState)
 
 	waitFor(t, 30*time.Second, "Jobs and pods gone, PodGroup deleted", func(ctx context.Context) (bool, error) {
@@ -64,7 +64,7 @@ func TestJobSetDeadlineWithRealJobSetController(t *testing.T) {
 		}
 		pgErr := get(ctx, &schedulingv1beta1.PodGroup{}, ns, "train-pg")
 		if p != 0 || j != 0 || !apierrors.IsNotFound(pgErr) {
-			return false, fmt.Errorf("%d pods, %d jobs, PodGroup: %v", p, j, pgErr)
+			return false, fmt.Errorf("%d pods, %d jobs, PodGroup: %w", p, j, pgErr)
 		}
 		return true, nil
 	})
@@ -94,7 +94,7 @@ func TestJobSetSuspendedTimeDoesNotCount(t *testing.T) {
 		}
 		return trueCondition(js.Status.Conditions, string(jobsetv1alpha2.JobSetSuspended)) != nil, nil
 	})
-	waitForJobSetFailed(t, ns, "control", 20*time.Second)
+	waitForJobSetFailed(t, ns, "control")
 	var paused jobsetv1alpha2.JobSet
 	require.NoError(t, get(context.Background(), &paused, ns, "paused"))
 	require.Nil(t, trueCondition(paused.Status.Conditions, string(jobsetv1alpha2.JobSetFailed)), "a suspended JobSet's deadline ran")
@@ -119,8 +119,8 @@ func TestJobSetSuspendedTimeDoesNotCount(t *testing.T) {
 		resumedAt = c.LastTransitionTime.Time
 		return true, nil
 	})
-	got, failed := waitForJobSetFailed(t, ns, "paused", 20*time.Second)
-	requireWithin(t, "Failed after resume", resumedAt, failed.LastTransitionTime.Time, 3*time.Second, 2*time.Second)
+	got, failed := waitForJobSetFailed(t, ns, "paused")
+	requireWithin(t, "Failed after resume", resumedAt, failed.LastTransitionTime.Time, 3*time.Second)
 	require.Greater(t, failed.LastTransitionTime.Sub(got.CreationTimestamp.Time), 4*time.Second,
 		"the clock must have started at the resume, not at creation")
 }
@@ -132,7 +132,7 @@ func TestJobSetNativeTTLCounted(t *testing.T) {
 	startManager(t, ns, managerOptions{jobSet: true})
 	before := actions(lifecycle.KindJobSet, lifecycle.ActionNativeTTLDelete)
 	create(t, newJobSet(ns, "short", 1, 1, false, ptr.To[int32](1)))
-	waitForJobSetFailed(t, ns, "short", 20*time.Second)
+	waitForJobSetFailed(t, ns, "short")
 	waitFor(t, 30*time.Second, "JobSet deleted by its own TTL and counted", func(ctx context.Context) (bool, error) {
 		gone := apierrors.IsNotFound(get(ctx, &jobsetv1alpha2.JobSet{}, ns, "short"))
 		return gone && actions(lifecycle.KindJobSet, lifecycle.ActionNativeTTLDelete) == before+1, nil

@@ -252,7 +252,7 @@ func waitPG(t *testing.T, ns, name, what string, cond func(*schedulingv1beta1.Po
 		pg, err := getPG(ctx, ns, name)
 		if err != nil {
 			lastErr = err
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling; the last error is reported on timeout
 		}
 		last = pg
 		return cond(pg), nil
@@ -352,7 +352,7 @@ func waitEvent(t *testing.T, ns, pg, reason string, fragments ...string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a failed list is retried until the timeout
 		}
 		notes = notes[:0]
 		for _, e := range l.Items {

@@ -93,7 +93,7 @@ func TestQueueCapabilityHoldsGang(t *testing.T) {
 	setPodsPhase(t, ns, "a", corev1.PodSucceeded)
 	waitPG(t, ns, "a", "Completed", phaseIs(schedulingv1beta1.PodGroupCompleted))
 	waitBound(t, ns, "b", 2)
-	pg = waitPG(t, ns, "b", "Running with Unschedulable cleared", func(pg *schedulingv1beta1.PodGroup) bool {
+	waitPG(t, ns, "b", "Running with Unschedulable cleared", func(pg *schedulingv1beta1.PodGroup) bool {
 		return pg.Status.Phase == schedulingv1beta1.PodGroupRunning && unschedulable(corev1.ConditionFalse, "GangScheduled")(pg)
 	})
 	waitEvent(t, ns, "b", "Enqueued", `admitted to queue "cap-q"`, "nvidia.com/gpu 8 of 8")

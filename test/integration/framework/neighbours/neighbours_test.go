@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func start(t *testing.T, fn func(context.Context, framework.NeighbourOptions) (*framework.Process, error)) *framework.Process {
+func start(t *testing.T, fn func(context.Context, framework.NeighbourOptions) (*framework.Process, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -62,7 +62,6 @@ func start(t *testing.T, fn func(context.Context, framework.NeighbourOptions) (*
 		assert.NoError(t, p.Stop(), "stop %s", p.Name)
 		assert.True(t, p.Exited())
 	})
-	return p
 }
 
 func namespace(t *testing.T) string {
