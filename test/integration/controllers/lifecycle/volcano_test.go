@@ -58,7 +58,7 @@ func startVolcanoJobController(t *testing.T) {
 			<-done
 		}
 		if t.Failed() {
-			t.Logf("vc-controller-manager output:\n%s", tail(out.String(), 4000))
+			t.Logf("vc-controller-manager output:\n%s", framework.Tail(out.String(), 4000))
 		}
 	})
 }
