@@ -1,5 +1,5 @@
-// Package podgroup tests the JobSet PodGroup controller against a real kube-apiserver (envtest). No
-// JobSet controller runs here: the tests play it where they need a JobSet's status (Completed).
+// Package podgroup tests the JobSet PodGroup controller against a real kube-apiserver (envtest). The
+// test of a finished JobSet runs the real JobSet controller and kube-controller-manager's Job controller.
 package podgroup
 
 import (

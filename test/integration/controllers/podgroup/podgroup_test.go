@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 const wait = 20 * time.Second
@@ -242,24 +244,61 @@ func TestSuspendResumeAndScale(t *testing.T) {
 	waitEvent(t, ns, "sus", "PodGroupReleased")
 }
 
-// A Completed JobSet releases its PodGroup at once (the JobSet itself stays).
+// A JobSet that the real JobSet controller (sigs.k8s.io/jobset v0.10.1) ends Completed releases its
+// PodGroup at once (the JobSet itself stays). kube-controller-manager's Job controller runs the child
+// Jobs; the test plays only the kubelet, which envtest lacks: it marks the pods Succeeded.
 func TestFinishedReleases(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
+	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jsc, err := framework.StartJobSetController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(jsc.LogTail(40))
+		}
+		assert.NoError(t, jsc.Stop())
+	})
+	kcm, err := framework.StartKubeControllerManager(env, "job-controller")
+	require.NoError(t, err)
+	t.Cleanup(kcm.Stop)
+
 	ns := namespace(t)
 	js := newJobSet(ns, "done", 1, 2, corev1.PodSpec{})
 	require.NoError(t, env.Client.Create(ctx(t), js))
 	waitPG(t, ns, "done", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.MinMember == 2 })
 
-	require.NoError(t, retryOnConflict(func() error {
-		if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(js), js); err != nil {
-			return err
+	// The kubelet's part: the Job's 2 pods run to completion.
+	succeeded := map[string]bool{}
+	require.Eventually(t, func() bool {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx(t), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "done"}); err != nil {
+			return false
 		}
-		js.Status.TerminalState = string(jobsetv1alpha2.JobSetCompleted)
-		js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue,
-			Reason: "AllJobsCompleted", Message: "jobset completed successfully", LastTransitionTime: metav1.Now()}}
-		return env.Client.Status().Update(ctx(t), js)
-	}))
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if succeeded[p.Name] {
+				continue
+			}
+			p.Status.Phase = corev1.PodSucceeded
+			if env.Client.Status().Update(ctx(t), p) == nil {
+				succeeded[p.Name] = true
+			}
+		}
+		return len(succeeded) == 2
+	}, wait, 100*time.Millisecond, "the JobSet controller's Job did not create 2 pods")
+
+	// The positive signal: the JobSet controller itself ends the JobSet Completed.
+	require.Eventually(t, func() bool {
+		if err := env.Client.Get(ctx(t), client.ObjectKeyFromObject(js), js); err != nil {
+			return false
+		}
+		return js.Status.TerminalState == string(jobsetv1alpha2.JobSetCompleted)
+	}, time.Minute, 100*time.Millisecond, "the JobSet did not end Completed")
 	waitNoPG(t, ns, "done")
-	require.NoError(t, env.Client.Get(ctx(t), client.ObjectKeyFromObject(js), js))
+	require.NoError(t, env.Client.Get(ctx(t), client.ObjectKeyFromObject(js), js), "the JobSet itself stays")
 }
 
 // A resync that finds nothing changed writes nothing, counted at the controller's transport.
