@@ -20,10 +20,13 @@ const (
 )
 
 // describeSource turns a fill's source into words.
-func describeSource(source defaults.Source) string {
+func describeSource(f defaults.Fill) string {
+	source := f.Source
 	switch {
 	case source.Kind == defaults.SourceNamespace:
 		return fmt.Sprintf("namespace %s (annotation %s)", source.Name, defaults.QueueNameAnnotation)
+	case source.Kind == defaults.SourceJobSet && f.Field == defaults.FieldGroupName:
+		return fmt.Sprintf("JobSet %s (its name: the JobSet's PodGroup)", source.Name)
 	case source.Kind == defaults.SourceJobSet:
 		return fmt.Sprintf("JobSet %s (its %s annotation)", source.Name, defaults.QueueNameAnnotation)
 	case source.Name == "":
@@ -41,7 +44,7 @@ func defaultedWarning(fills []defaults.Fill, obj jsonpatch.Doc, note string) str
 	}
 	var groups []group
 	for _, f := range fills {
-		src := describeSource(f.Source)
+		src := describeSource(f)
 		i := slices.IndexFunc(groups, func(g group) bool { return g.source == src })
 		if i < 0 {
 			groups = append(groups, group{source: src})

@@ -327,7 +327,9 @@ func TestJobSetDefaultsAndUpdateCarryOver(t *testing.T) {
 	in := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "js", Namespace: "a"}, Spec: jobsetv1alpha2.JobSetSpec{
 		ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: 1, Template: tmpl()}, {Name: "ps", Replicas: 1, Template: tmpl()}}}}
 	var created jobsetv1alpha2.JobSet
-	admit(t, d.jobSetMutator(), request(t, KindJobSet, admissionv1.Create, in, nil), &created)
+	resp := admit(t, d.jobSetMutator(), request(t, KindJobSet, admissionv1.Create, in, nil), &created)
+	// The group name is the JobSet's own name, and the warning says so (not its queue annotation).
+	wantWarning(t, resp, "annotations[scheduling.k8s.io/group-name]=js from JobSet js (its name: the JobSet's PodGroup)")
 	for _, rj := range created.Spec.ReplicatedJobs {
 		pt := rj.Template.Spec.Template
 		if pt.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Spec.PriorityClassName != "batch-normal" || pt.Spec.SchedulerName != "hyperbatch-scheduler" {
