@@ -330,6 +330,13 @@ func stayUnbound(t *testing.T, ns, group string, d time.Duration) {
 // the fragments.
 func waitPodMessage(t *testing.T, ns, group string, fragments ...string) {
 	t.Helper()
+	waitPodMessageAny(t, ns, group, fragments)
+}
+
+// waitPodMessageAny waits until a pod of the group is unschedulable with a message that contains
+// every fragment of one of the alternatives.
+func waitPodMessageAny(t *testing.T, ns, group string, alternatives ...[]string) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=" + group})
 		if err != nil {
@@ -338,15 +345,20 @@ func waitPodMessage(t *testing.T, ns, group string, fragments ...string) {
 		}
 		for _, p := range l.Items {
 			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && containsAll(c.Message, fragments) {
-					return true, nil
+				if c.Type != corev1.PodScheduled || c.Status != corev1.ConditionFalse {
+					continue
+				}
+				for _, fragments := range alternatives {
+					if containsAll(c.Message, fragments) {
+						return true, nil
+					}
 				}
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Fatalf("no pod of %s reports %q; pending reasons: %s", group, fragments, pendingReasons(t, ns, group))
+		t.Fatalf("no pod of %s reports any of %q; pending reasons: %s", group, alternatives, pendingReasons(t, ns, group))
 	}
 }
 
