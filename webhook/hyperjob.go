@@ -58,9 +58,31 @@ func (d *deps) hyperJobValidator() admission.Handler {
 				}
 				c.replicatedJobShape(hj.Name, p, rj)
 			}
+			c.childCount(hj, old, update)
 			c.lifecycleAnnotations(hj, old, update)
 			return nil
 		},
+	}
+}
+
+// childCount refuses a HyperJob whose replicas add up to more than naming.MaxChildren children (the
+// controller checks the count again with split policies, which make several children per replica).
+// On UPDATE only a count that grows is judged, so a HyperJob admitted before the limit was lowered
+// can still be scaled down or have its finalizers removed.
+func (c *checker) childCount(hj, old *trainingv1alpha1.HyperJob, update bool) {
+	sum := func(h *trainingv1alpha1.HyperJob) int64 {
+		var n int64
+		for i := range h.Spec.ReplicatedJobs {
+			n += int64(max(h.Spec.ReplicatedJobs[i].Replicas, 0))
+		}
+		return n
+	}
+	total := sum(hj)
+	if update && total <= sum(old) {
+		return
+	}
+	if err := naming.CheckChildCount(total, "the sum of spec.replicatedJobs[*].replicas"); err != nil {
+		c.errs = append(c.errs, field.Invalid(field.NewPath("spec", "replicatedJobs").Key("*").Child("replicas"), total, err.Error()))
 	}
 }
 

@@ -22,10 +22,6 @@ import (
 // longest value a label may hold.
 const HashLength = validation.LabelValueMaxLength
 
-// maxChildrenPerReplicatedJob bounds replicas × parts of one replicatedJob so a typo cannot ask the
-// apiserver for millions of objects.
-const maxChildrenPerReplicatedJob = 100000
-
 // Hash is the SHA-256 of v's canonical JSON (encoding/json: struct fields in declaration order,
 // map keys sorted, empty optional fields omitted), hex-encoded and truncated to HashLength so it is
 // a valid label value. JSON rather than a Go-struct hash keeps the value stable across library
@@ -97,12 +93,13 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 			return refuse(ref)
 		}
 		n := int64(rj.Replicas) * int64(s.Parts)
-		if n > maxChildrenPerReplicatedJob {
-			return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonTooManyChildren,
-				Message: fmt.Sprintf("replicatedJob %q would have %d children (replicas %d × %d per replica), more than the limit of %d",
-					rj.Name, n, rj.Replicas, s.Parts, maxChildrenPerReplicatedJob)})
-		}
 		total += n
+		// Checked before anything is built per child: the plan's memory is bounded by the limit,
+		// whatever the spec asks for.
+		if err := naming.CheckChildCount(total, "the sum over spec.replicatedJobs of replicas × children per replica"); err != nil {
+			return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonTooManyChildren,
+				Message: fmt.Sprintf("replicatedJob %q brings the total to %d: %v", rj.Name, total, err)})
+		}
 		if n > 0 {
 			if err := naming.CheckChildJobNames(hj.Name, rj.Name, int(n)); err != nil {
 				return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidName,

@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/naming"
 )
 
 // Split is how one replica of a replicatedJob's template becomes child Volcano Jobs.
@@ -89,10 +91,10 @@ func SplitReplicatedJob(rj *trainingv1alpha1.ReplicatedJob) (Split, *Refusal) {
 			"the template requests %d %s in total, which is not a multiple of accelerators=%d", demand, res, perChild)
 	}
 	n := demand / perChild
-	if n > int64(maxChildrenPerReplicatedJob) {
+	if n > naming.MaxChildren {
 		return Split{}, splitRefusal(ReasonNotDivisible, rj.Name,
-			"splitting %d %s into children of %d gives %d children per replica, more than the limit of %d",
-			demand, res, perChild, n, maxChildrenPerReplicatedJob)
+			"splitting %d %s into children of %d gives %d children per replica, more than the limit of %d children per HyperJob",
+			demand, res, perChild, n, naming.MaxChildren)
 	}
 	parts := int32(n)
 

@@ -41,3 +41,26 @@ func CheckChildJobNames(hyperJob, replicatedJob string, count int) error {
 	}
 	return nil
 }
+
+// MaxChildren bounds the number of child Volcano Jobs of one HyperJob (the sum over its
+// replicatedJobs of replicas × children per replica). The webhook refuses a HyperJob beyond it and
+// the controller checks it again, before it builds anything per child, so no spec can make the
+// manager allocate or write in proportion to an arbitrary number.
+//
+// Why 5,000 (docs/hyperjob.md, "Bounds"): the HyperJob's status holds one jobStates entry per child,
+// measured at 93 bytes with typical names and 132 bytes with names of the longest allowed length
+// (controllers/hyperjob TestStatusSizeAtMaxChildren), so 5,000 children keep the status near
+// 0.63 MiB, under half of etcd's 1.5 MiB object limit, with room for the spec and longer messages.
+// The controller's plan costs about 2.3 KB per child, 11.5 MB at the limit (BenchmarkBuildPlan),
+// well inside the manager's 512 MiB.
+const MaxChildren = 5000
+
+// CheckChildCount refuses a total number of children above MaxChildren, with a message naming
+// what was counted (e.g. "the sum of spec.replicatedJobs[*].replicas").
+func CheckChildCount(total int64, counted string) error {
+	if total <= MaxChildren {
+		return nil
+	}
+	return fmt.Errorf("the HyperJob would have %d child jobs (%s), more than the limit of %d per HyperJob: "+
+		"split the work over several HyperJobs or lower the replicas", total, counted, MaxChildren)
+}
