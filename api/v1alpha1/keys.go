@@ -37,4 +37,8 @@ const (
 	VCJobTemplateSpecHashLabel = "volcano.sh/vcjob-template-spec-hash"
 	// PPSpecHashLabel is the (truncated) SHA-256 of a child PropagationPolicy's spec.
 	PPSpecHashLabel = "volcano.sh/pp-spec-hash"
+	// HyperJobChildFinalizer is on every child Volcano Job of a HyperJob. The HyperJob controller
+	// removes it from a deleted child only once the HyperJob's status holds the child's final state,
+	// so a finished child can never vanish unrecorded and run again.
+	HyperJobChildFinalizer = "hyperbatch.dev/hyperjob-child"
 )

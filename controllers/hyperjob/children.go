@@ -241,16 +241,23 @@ func desiredPP(hj *trainingv1alpha1.HyperJob, rj, name string, clusters []string
 }
 
 // desiredJob is a child Volcano Job: the replicatedJob's (split) template, then WorkloadPolicy
-// defaults for whatever the template leaves open. The template hash is taken before the defaults,
-// so a WorkloadPolicy change never recreates running children.
+// defaults for whatever the template leaves open, without ttlSecondsAfterFinished, and with the
+// finalizer that keeps it until its final state is recorded (finalizer.go). The template hash is
+// taken before the defaults (and before the TTL is dropped), so a WorkloadPolicy change never
+// recreates running children.
 func desiredJob(hj *trainingv1alpha1.HyperJob, c *child, ns defaults.Namespace, pols *defaults.Policies) *batchv1alpha1.Job {
 	labels := childLabels(hj, c.replicatedJob)
 	labels[hbv1.VCJobTemplateSpecHashLabel] = c.templateHash
 	job := &batchv1alpha1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: hj.Namespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{controllerRef(hj)}},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(hj)},
+			Finalizers:      []string{hbv1.HyperJobChildFinalizer}},
 		Spec: *c.template.DeepCopy(),
 	}
-	defaults.VolcanoJob(job, ns, pols)
+	defaults.HyperJobChild(job, ns, pols)
+	// A child has no TTL of its own, neither the template's nor a WorkloadPolicy's: the HyperJob's
+	// lifecycle governs its children (they go with it), and a child deleted by its own TTL would
+	// leave the HyperJob to tell from its status alone whether it ever finished.
+	job.Spec.TTLSecondsAfterFinished = nil
 	return job
 }

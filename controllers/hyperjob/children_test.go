@@ -143,8 +143,22 @@ func TestBuildPlanPolicyDefaults(t *testing.T) {
 		t.Errorf("defaulted-by = %q", got)
 	}
 	job := desiredJob(hj, &p.children[1], ns, pols)
-	if job.Spec.Queue != "team-q" || job.Spec.TTLSecondsAfterFinished == nil || *job.Spec.TTLSecondsAfterFinished != 60 {
-		t.Errorf("child job not defaulted: queue %q ttl %v", job.Spec.Queue, job.Spec.TTLSecondsAfterFinished)
+	// Defaulted, but with no TTL of its own: the HyperJob's lifecycle governs its children.
+	if job.Spec.Queue != "team-q" || job.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("child job: queue %q ttl %v, want team-q and no TTL", job.Spec.Queue, job.Spec.TTLSecondsAfterFinished)
+	}
+	if got := job.Annotations[hbv1.DefaultedByAnnotation]; strings.Contains(got, "ttl") {
+		t.Errorf("defaulted-by %q names a TTL the child does not have", got)
+	}
+	if !slices.Equal(job.Finalizers, []string{hbv1.HyperJobChildFinalizer}) {
+		t.Errorf("child finalizers %v, want %s", job.Finalizers, hbv1.HyperJobChildFinalizer)
+	}
+	// A TTL in the template is not copied either (the template hash still covers it).
+	withTTL := hj.DeepCopy()
+	withTTL.Spec.ReplicatedJobs[1].TemplateSpec.TTLSecondsAfterFinished = ptr.To[int32](5)
+	pt, _ := BuildPlan(withTTL, ns, pols)
+	if j := desiredJob(withTTL, &pt.children[1], ns, pols); j.Spec.TTLSecondsAfterFinished != nil {
+		t.Errorf("template TTL copied onto the child: %v", *j.Spec.TTLSecondsAfterFinished)
 	}
 	if job.Labels[hbv1.VCJobTemplateSpecHashLabel] != p.children[1].templateHash {
 		t.Error("template hash must be of the template before policy defaults")

@@ -104,15 +104,25 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 				clear(t)
 			}
 		}
-		// Nothing is changed while refused; report the children that exist.
+		// Nothing is changed while refused; report the children that exist, and keep the recorded
+		// state of finished children that are gone (they must never be recreated once the refusal is
+		// lifted).
 		byRJ := map[string][]string{}
 		for name, j := range jobs {
 			rj := j.Labels[childReplicatedJobLabel]
 			byRJ[rj] = append(byRJ[rj], name)
 		}
+		for i := range hj.Status.ReplicatedJobsStatus {
+			rs := &hj.Status.ReplicatedJobsStatus[i]
+			for name, s := range rs.JobStates {
+				if _, exists := jobs[name]; !exists && finished(s.Phase) {
+					byRJ[rs.Name] = append(byRJ[rs.Name], name)
+				}
+			}
+		}
 		for i := range hj.Spec.ReplicatedJobs {
 			name := hj.Spec.ReplicatedJobs[i].Name
-			st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, aggregate(name, byRJ[name], jobs, nil))
+			st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, aggregate(name, byRJ[name], jobs, recorded))
 		}
 		n := int32(len(jobs))
 		st.SplitCount = &n

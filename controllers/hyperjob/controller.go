@@ -50,7 +50,7 @@ const (
 // RBAC of this controller (config/rbac is generated from these markers).
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -91,6 +91,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, controllerUIDIndex, indexByController); err != nil {
 			return fmt.Errorf("indexing %T by controlling HyperJob: %w", obj, err)
 		}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1alpha1.Job{}, heldIndex, indexHeld); err != nil {
+		return fmt.Errorf("indexing held Volcano Jobs by HyperJob name: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -142,14 +145,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			setChildren(req.NamespacedName, -1)
 			r.exp.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
+			// The garbage collector deletes the children (see Reconciler); they are let go.
+			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName, nil)
 		}
 		reconcileErrors.WithLabelValues(opRead).Inc()
 		return ctrl.Result{}, err
 	}
+	if err := r.releaseOrphans(ctx, req.NamespacedName, &hj); err != nil {
+		return ctrl.Result{}, err
+	}
 	if hj.DeletionTimestamp != nil {
-		// The garbage collector deletes the children (see Reconciler).
-		return ctrl.Result{}, nil
+		// The garbage collector deletes the children (see Reconciler); they are let go.
+		jobs, _, err := r.listChildren(ctx, &hj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.releaseDeleted(ctx, &hj, jobs, nil)
 	}
 
 	res, syncErr := r.syncVCJobAndPP(ctx, &hj)

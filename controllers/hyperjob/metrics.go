@@ -33,12 +33,13 @@ const (
 	opDeletePP = "delete_propagationpolicy"
 	opConflict = "conflict"
 	opStatus   = "status"
+	opRelease  = "release_job"
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(childrenGauge, reconcileErrors)
-		for _, op := range []string{opRead, opCreate, opApplyPP, opDelete, opDeletePP, opConflict, opStatus} {
+		for _, op := range []string{opRead, opCreate, opApplyPP, opDelete, opDeletePP, opConflict, opStatus, opRelease} {
 			reconcileErrors.WithLabelValues(op)
 		}
 	})

@@ -60,25 +60,28 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		return res, err
 	}
 	res.jobs = jobs
+	// Deleted children are let go first: their release never waits for expectations (our own
+	// deletes are expected to vanish) or a plan (see finalizer.go).
+	releaseErr := r.releaseDeleted(ctx, hj, jobs, nil)
 	if hyperjobstatus.IsFinished(&hj.Status) {
-		return res, nil
+		return res, releaseErr
 	}
 	ref := hyperJobRef{key: client.ObjectKeyFromObject(hj), uid: hj.UID}
 	if ok, left := r.exp.satisfied(ref, jobs, pps); !ok {
 		res.waitFor = left
-		return res, nil
+		return res, releaseErr
 	}
 	ns, pols, err := r.policyInputs(ctx, hj.Namespace)
 	if err != nil {
-		return res, err
+		return res, errors.Join(releaseErr, err)
 	}
 	plan, err := BuildPlan(hj, ns, pols)
 	if err != nil {
-		return res, err
+		return res, errors.Join(releaseErr, err)
 	}
 	res.plan = plan
 	if plan.Refusal != nil {
-		return res, nil
+		return res, releaseErr
 	}
 
 	recorded := recordedStates(&hj.Status)
@@ -110,6 +113,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			recreate = append(recreate, job)
 		}
 	}
+	// A deleted finished child that left the plan is never recreated: let it go.
+	if err := r.releaseDeleted(ctx, hj, jobs, desired); err != nil {
+		releaseErr = errors.Join(releaseErr, err)
+	}
 	var staleJobs []*batchv1alpha1.Job
 	for name, j := range jobs {
 		if !desired[name] && j.DeletionTimestamp == nil {
@@ -129,14 +136,14 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		recreateNow = recreate[0]
 	}
 	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs) == 0 && recreateNow == nil {
-		return res, nil
+		return res, releaseErr
 	}
 	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
 		res.staleCache = err == nil
-		return res, err
+		return res, errors.Join(releaseErr, err)
 	}
 
-	var errs []error
+	errs := []error{releaseErr}
 	applied := r.applyPropagationPolicies(ctx, hj, ref, applyPPs, &errs)
 	var ready []*child
 	for _, c := range createJobs {
@@ -366,6 +373,17 @@ func (r *Reconciler) checkForeign(ctx context.Context, hj *trainingv1alpha1.Hype
 // replacement, which reuses the name, never meets the old job's objects. Reports success.
 func (r *Reconciler) deleteJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, j *batchv1alpha1.Job, reason, msgFormat string, errs *[]error) bool {
 	uid := j.UID
+	// The controller deletes a child only when it is out of the plan or unfinished: it lets it go
+	// itself, so the deletion completes without waiting for another pass.
+	if holdsFinalizer(j) {
+		removed, err := r.removeFinalizer(ctx, j)
+		if err != nil {
+			*errs = append(*errs, err)
+		}
+		if !removed {
+			return false // changed meanwhile, or failed: the next pass decides again
+		}
+	}
 	err := r.client.Delete(ctx, j, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err == nil {
 		r.exp.deleted(ref, j.Name, uid)

@@ -11,7 +11,14 @@ import (
 // VolcanoJob fills a Volcano Job's spec.queue, priorityClassName, schedulerName, networkTopology and
 // ttlSecondsAfterFinished, and the hyperbatch.dev/active-deadline-seconds annotation, where unset.
 func VolcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
-	return volcanoJob(job, ns, pols, false)
+	return volcanoJob(job, ns, pols, false, true)
+}
+
+// HyperJobChild is VolcanoJob for a child Volcano Job of a HyperJob: everything but
+// ttlSecondsAfterFinished, because the HyperJob's lifecycle governs its children (the HyperJob gets
+// the policy's TTL instead, see HyperJob).
+func HyperJobChild(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
+	return volcanoJob(job, ns, pols, false, false)
 }
 
 // VolcanoJobExplicitQueue is VolcanoJob for a Job whose spec.queue the user is known to have written
@@ -19,10 +26,10 @@ func VolcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
 // apply's managedFields). Its queue is kept even when it is Volcano's "default", which otherwise
 // counts as unset because the Job CRD defaults an omitted queue to "default".
 func VolcanoJobExplicitQueue(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
-	return volcanoJob(job, ns, pols, true)
+	return volcanoJob(job, ns, pols, true, true)
 }
 
-func volcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies, explicitQueue bool) Result {
+func volcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies, explicitQueue, ttl bool) Result {
 	if job == nil {
 		return Result{}
 	}
@@ -30,7 +37,7 @@ func volcanoJob(job *batchv1alpha1.Job, ns Namespace, pols *Policies, explicitQu
 	r.explicitQueue = explicitQueue
 	d := r.defaults()
 	r.fillJobSpec(&job.Spec, "spec")
-	if job.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {
+	if ttl && job.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {
 		v := *d.TTLSecondsAfterFinished
 		job.Spec.TTLSecondsAfterFinished = &v
 		r.record("spec.ttlSecondsAfterFinished", FieldTTLSecondsAfterFinished, r.policySource())
