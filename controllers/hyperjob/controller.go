@@ -35,6 +35,8 @@ const (
 	FieldOwner = "hyperbatch-hyperjob"
 
 	eventSource = "hyperbatch-hyperjob"
+	// eventSourceChildren is the source of the per-pass summaries of child actions (events.go).
+	eventSourceChildren = "hyperbatch-hyperjob-children"
 
 	// controllerUIDIndex indexes children by the UID of their controlling HyperJob.
 	controllerUIDIndex = "hyperbatch.dev/hyperjob-controller-uid"
@@ -68,7 +70,9 @@ type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	recorder  record.EventRecorder
-	exp       *expectations
+	// childRecorder reports the children's activity (events.go), with its own spam-filter budget.
+	childRecorder record.EventRecorder
+	exp           *expectations
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -76,10 +80,11 @@ type Reconciler struct {
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
-		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
-		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorderFor(eventSource),
-		exp:       newExpectations(),
+		client:        client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		apiReader:     mgr.GetAPIReader(),
+		recorder:      mgr.GetEventRecorderFor(eventSource),
+		childRecorder: mgr.GetEventRecorderFor(eventSourceChildren),
+		exp:           newExpectations(),
 	}
 }
 

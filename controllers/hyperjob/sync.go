@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -91,6 +93,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		createJobs  []*child
 		recreate    []*batchv1alpha1.Job
 		terminating int
+		upToDate    = map[string]int{} // replicatedJob → children with the current template
 	)
 	for i := range plan.children {
 		c := &plan.children[i]
@@ -109,8 +112,12 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			createJobs = append(createJobs, c)
 		case job.DeletionTimestamp != nil:
 			terminating++
-		case job.Labels[hbv1.VCJobTemplateSpecHashLabel] != c.templateHash && !finished(job.Status.State.Phase):
-			recreate = append(recreate, job)
+		case job.Labels[hbv1.VCJobTemplateSpecHashLabel] != c.templateHash:
+			if !finished(job.Status.State.Phase) {
+				recreate = append(recreate, job)
+			}
+		default:
+			upToDate[c.replicatedJob]++
 		}
 	}
 	// A deleted finished child that left the plan is never recreated: let it go.
@@ -132,8 +139,17 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	// One child at a time: a template change deletes the next stale child only when no child is being
 	// deleted and none is waiting to be created.
 	var recreateNow *batchv1alpha1.Job
+	rolloutStarts, rolloutSize := false, 0
 	if len(recreate) > 0 && len(createJobs) == 0 && terminating == 0 {
 		recreateNow = recreate[0]
+		// The rollout of a replicatedJob starts when none of its children has the new template yet.
+		rj := recreateNow.Labels[childReplicatedJobLabel]
+		rolloutStarts = upToDate[rj] == 0
+		for _, j := range recreate {
+			if j.Labels[childReplicatedJobLabel] == rj {
+				rolloutSize++
+			}
+		}
 	}
 	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs) == 0 && recreateNow == nil {
 		return res, releaseErr
@@ -144,27 +160,33 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	}
 
 	errs := []error{releaseErr}
-	applied := r.applyPropagationPolicies(ctx, hj, ref, applyPPs, &errs)
+	p := newPass()
+	defer p.report(ctx, r.childRecorder, hj)
+	written := r.writePropagationPolicies(ctx, hj, ref, applyPPs, pps, p, &errs)
 	var ready []*child
 	for _, c := range createJobs {
-		if pps[c.name] != nil || applied[c.name] {
+		if pps[c.name] != nil || written[c.name] {
 			ready = append(ready, c)
 		}
 	}
-	for _, j := range r.createJobs(ctx, hj, ref, ready, ns, pols, &errs) {
+	for _, j := range r.createJobs(ctx, hj, ref, ready, ns, pols, p, &errs) {
 		jobs[j.Name] = j
 	}
 	for _, j := range staleJobs {
-		if r.deleteJob(ctx, hj, ref, j, "DeletedJob", "deleted Volcano Job %s: no longer in the HyperJob spec", &errs) {
+		if r.deleteJob(ctx, ref, j, actDeletedJob, p, &errs) {
 			delete(jobs, j.Name)
 		}
 	}
 	for _, pp := range stalePPs {
-		r.deletePP(ctx, hj, ref, pp, &errs)
+		r.deletePP(ctx, ref, pp, p, &errs)
 	}
 	if recreateNow != nil {
-		r.deleteJob(ctx, hj, ref, recreateNow, "RecreatingJob",
-			"deleted Volcano Job %s to recreate it from the changed template (Volcano Jobs cannot be updated in place)", &errs)
+		if r.deleteJob(ctx, ref, recreateNow, actRecreatedJob, p, &errs) && rolloutStarts {
+			// Once per template change, from the HyperJob's own source (events.go).
+			r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonRecreatingJob,
+				"the template of replicatedJob %s changed: recreating its %d unfinished children one at a time (Volcano Jobs cannot be updated in place), starting with %s",
+				recreateNow.Labels[childReplicatedJobLabel], rolloutSize, recreateNow.Name)
+		}
 	}
 	return res, errors.Join(errs...)
 }
@@ -240,42 +262,32 @@ func ppDrifted(want, have *policyv1alpha1.PropagationPolicy) bool {
 		!apiequality.Semantic.DeepEqual(w.Placement.SpreadConstraints, h.Placement.SpreadConstraints)
 }
 
-// applyPropagationPolicies creates or updates PropagationPolicies by server-side apply and returns
-// the names that succeeded.
+// writePropagationPolicies creates the missing PropagationPolicies and updates the existing ones by
+// server-side apply, and returns the names that succeeded.
 //
-// Server-side apply with the field manager FieldOwner fits PropagationPolicies: the controller states
-// the fields it owns, fields it stops setting are removed, and what others add (Karmada's labels such
-// as the permanent-id, finalizers, fields defaulted by the CRD) is kept — without a read-modify-write
-// cycle or a resourceVersion conflict. Apply is also idempotent for creation, so a child created by
-// a pass whose result the cache has not shown yet is harmless. Volcano Jobs are created instead (see
-// createJobs).
-func (r *Reconciler) applyPropagationPolicies(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, errs *[]error) map[string]bool {
+// A new PropagationPolicy is created, never applied: Create fails on an object of the same name that
+// exists already (say, made by someone while the cache lagged), where a forced apply would adopt it.
+// An existing one of ours is updated by server-side apply with the field manager FieldOwner: the
+// controller states the fields it owns, fields it stops setting are removed, and what others add
+// (Karmada's labels such as the permanent-id, finalizers, fields defaulted by the CRD) is kept,
+// without a read-modify-write cycle or a resourceVersion conflict. Before its first apply, the
+// fields the Create recorded under FieldOwner (an Update entry) are handed to the Apply entry
+// (csaupgrade), so a field the controller stops setting is removed, not left behind.
+func (r *Reconciler) writePropagationPolicies(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, have map[string]*policyv1alpha1.PropagationPolicy, p *pass, errs *[]error) map[string]bool {
 	ok := make([]bool, len(cs))
-	var mu sync.Mutex
 	err := slowStart(len(cs), func(i int) error {
 		c := cs[i]
-		exists, err := r.checkForeign(ctx, hj, &policyv1alpha1.PropagationPolicy{}, c.name)
+		var err error
+		if cur := have[c.name]; cur == nil {
+			err = r.createPP(ctx, hj, c, p)
+		} else {
+			err = r.applyPP(ctx, hj, c, cur, p)
+		}
 		if err != nil {
 			return err
-		}
-		u, err := applyConfiguration(c.pp)
-		if err != nil {
-			return err
-		}
-		if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.ForceOwnership); err != nil {
-			reconcileErrors.WithLabelValues(opApplyPP).Inc()
-			r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedApplyPropagationPolicy", "applying PropagationPolicy %s: %v", c.name, err)
-			return fmt.Errorf("applying PropagationPolicy %s: %w", c.name, err)
 		}
 		r.exp.applied(ref, c.name, c.ppHash)
-		mu.Lock()
-		ok[i] = true
-		mu.Unlock()
-		if !exists {
-			r.recorder.Eventf(hj, corev1.EventTypeNormal, "CreatedPropagationPolicy", "created PropagationPolicy %s", c.name)
-		} else {
-			r.recorder.Eventf(hj, corev1.EventTypeNormal, "UpdatedPropagationPolicy", "updated PropagationPolicy %s in place", c.name)
-		}
+		ok[i] = true // each goroutine writes its own index
 		return nil
 	})
 	if err != nil {
@@ -288,6 +300,48 @@ func (r *Reconciler) applyPropagationPolicies(ctx context.Context, hj *trainingv
 		}
 	}
 	return out
+}
+
+func (r *Reconciler) createPP(ctx context.Context, hj *trainingv1alpha1.HyperJob, c *child, p *pass) error {
+	pp := c.pp.DeepCopy()
+	if err := r.client.Create(ctx, pp); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Ours, created by an earlier pass the cache has not caught up with, or someone else's:
+			// asked of the apiserver, not the cache, which may not show it yet.
+			return r.checkForeign(ctx, r.apiReader, hj, &policyv1alpha1.PropagationPolicy{}, c.name, p)
+		}
+		reconcileErrors.WithLabelValues(opApplyPP).Inc()
+		p.failed(ctx, "FailedCreatePropagationPolicy", fmt.Sprintf("creating PropagationPolicy %s: %v", c.name, err))
+		return fmt.Errorf("creating PropagationPolicy %s: %w", c.name, err)
+	}
+	p.did(ctx, actCreatedPP, c.name)
+	return nil
+}
+
+func (r *Reconciler) applyPP(ctx context.Context, hj *trainingv1alpha1.HyperJob, c *child, cur *policyv1alpha1.PropagationPolicy, p *pass) error {
+	if !metav1.IsControlledBy(cur, hj) {
+		return r.checkForeign(ctx, r.client, hj, &policyv1alpha1.PropagationPolicy{}, c.name, p)
+	}
+	if patch, err := csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldOwner), FieldOwner); err != nil {
+		return fmt.Errorf("handing PropagationPolicy %s's fields to server-side apply: %w", c.name, err)
+	} else if patch != nil {
+		if err := r.client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			reconcileErrors.WithLabelValues(opApplyPP).Inc()
+			p.failed(ctx, "FailedApplyPropagationPolicy", fmt.Sprintf("handing PropagationPolicy %s's fields to server-side apply: %v", c.name, err))
+			return fmt.Errorf("handing PropagationPolicy %s's fields to server-side apply: %w", c.name, err)
+		}
+	}
+	u, err := applyConfiguration(c.pp)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.ForceOwnership); err != nil {
+		reconcileErrors.WithLabelValues(opApplyPP).Inc()
+		p.failed(ctx, "FailedApplyPropagationPolicy", fmt.Sprintf("applying PropagationPolicy %s: %v", c.name, err))
+		return fmt.Errorf("applying PropagationPolicy %s: %w", c.name, err)
+	}
+	p.did(ctx, actUpdatedPP, c.name)
+	return nil
 }
 
 // applyConfiguration turns a desired PropagationPolicy into an apply configuration holding exactly
@@ -312,24 +366,23 @@ func applyConfiguration(pp *policyv1alpha1.PropagationPolicy) (*unstructured.Uns
 // Volcano Jobs are created, not applied: the controller never updates one (Volcano's webhook rejects
 // nearly every spec change, so a changed template means delete and recreate), and Create's
 // AlreadyExists is the guard against a duplicate or a name taken by someone else.
-func (r *Reconciler) createJobs(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, ns defaults.Namespace, pols *defaults.Policies, errs *[]error) []*batchv1alpha1.Job {
+func (r *Reconciler) createJobs(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, cs []*child, ns defaults.Namespace, pols *defaults.Policies, p *pass, errs *[]error) []*batchv1alpha1.Job {
 	out := make([]*batchv1alpha1.Job, len(cs))
 	err := slowStart(len(cs), func(i int) error {
 		c := cs[i]
 		job := desiredJob(hj, c, ns, pols)
 		if err := r.client.Create(ctx, job); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// Ours, created by an earlier pass the cache has not caught up with — or someone else's.
-				_, err := r.checkForeign(ctx, hj, &batchv1alpha1.Job{}, c.name)
-				return err
+				// Ours, created by an earlier pass the cache has not caught up with, or someone else's.
+				return r.checkForeign(ctx, r.apiReader, hj, &batchv1alpha1.Job{}, c.name, p)
 			}
 			reconcileErrors.WithLabelValues(opCreate).Inc()
-			r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedCreateJob", "creating Volcano Job %s: %v", c.name, err)
+			p.failed(ctx, "FailedCreateJob", fmt.Sprintf("creating Volcano Job %s: %v", c.name, err))
 			return fmt.Errorf("creating Volcano Job %s: %w", c.name, err)
 		}
 		r.exp.created(ref, job.Name, job.UID)
 		out[i] = job
-		r.recorder.Eventf(hj, corev1.EventTypeNormal, "CreatedJob", "created Volcano Job %s", c.name)
+		p.did(ctx, actCreatedJob, c.name)
 		return nil
 	})
 	if err != nil {
@@ -344,34 +397,34 @@ func (r *Reconciler) createJobs(ctx context.Context, hj *trainingv1alpha1.HyperJ
 	return created
 }
 
-// checkForeign reports whether an object with the child's name exists (in the cache), and fails when
-// it is not controlled by this HyperJob: such an object is never adopted or overwritten.
-func (r *Reconciler) checkForeign(ctx context.Context, hj *trainingv1alpha1.HyperJob, obj client.Object, name string) (bool, error) {
-	if err := r.client.Get(ctx, types.NamespacedName{Namespace: hj.Namespace, Name: name}, obj); err != nil {
+// checkForeign reads the object holding a child's name (through rd: the cache, or the apiserver
+// when the cache may lag) and fails when it is not controlled by this HyperJob: such an object is
+// never adopted or overwritten. An absent or own object is no error.
+func (r *Reconciler) checkForeign(ctx context.Context, rd client.Reader, hj *trainingv1alpha1.HyperJob, obj client.Object, name string, p *pass) error {
+	if err := rd.Get(ctx, types.NamespacedName{Namespace: hj.Namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil // absent: nothing to protect
+			return nil // gone meanwhile: the next pass creates it
 		}
 		reconcileErrors.WithLabelValues(opRead).Inc()
-		return false, fmt.Errorf("reading %s/%s: %w", hj.Namespace, name, err)
+		return fmt.Errorf("reading %s/%s: %w", hj.Namespace, name, err)
 	}
 	if metav1.IsControlledBy(obj, hj) {
-		return true, nil
+		return nil
 	}
 	reconcileErrors.WithLabelValues(opConflict).Inc()
 	kind := "Volcano Job"
 	if _, ok := obj.(*policyv1alpha1.PropagationPolicy); ok {
 		kind = "PropagationPolicy"
 	}
-	r.recorder.Eventf(hj, corev1.EventTypeWarning, "ChildNameTaken",
-		"%s %s exists and is not controlled by this HyperJob; it is left alone and the child is not created", kind, name)
-	return true, fmt.Errorf("%w: %s %s/%s exists and is not controlled by HyperJob %s", errNameTaken, kind, hj.Namespace, name, hj.Name)
+	p.failed(ctx, "ChildNameTaken", fmt.Sprintf("%s %s exists and is not controlled by this HyperJob; it is left alone and the child is not created", kind, name))
+	return fmt.Errorf("%w: %s %s/%s exists and is not controlled by HyperJob %s", errNameTaken, kind, hj.Namespace, name, hj.Name)
 }
 
 // deleteJob deletes a child Volcano Job in the foreground, guarded by its UID (a stale cache can
 // never delete a newer child of the same name). Foreground keeps the job visible until its own
 // dependents (PodGroup and pods, or Karmada's ResourceBinding and Works) are gone, so its
 // replacement, which reuses the name, never meets the old job's objects. Reports success.
-func (r *Reconciler) deleteJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, j *batchv1alpha1.Job, reason, msgFormat string, errs *[]error) bool {
+func (r *Reconciler) deleteJob(ctx context.Context, ref hyperJobRef, j *batchv1alpha1.Job, act int, p *pass, errs *[]error) bool {
 	uid := j.UID
 	// The controller deletes a child only when it is out of the plan or unfinished: it lets it go
 	// itself, so the deletion completes without waiting for another pass.
@@ -387,29 +440,29 @@ func (r *Reconciler) deleteJob(ctx context.Context, hj *trainingv1alpha1.HyperJo
 	err := r.client.Delete(ctx, j, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationForeground))
 	if err == nil {
 		r.exp.deleted(ref, j.Name, uid)
-		r.recorder.Eventf(hj, corev1.EventTypeNormal, reason, msgFormat, j.Name)
+		p.did(ctx, act, j.Name)
 		return true
 	}
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return true // already gone, or replaced by a newer child
 	}
 	reconcileErrors.WithLabelValues(opDelete).Inc()
-	r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedDeleteJob", "deleting Volcano Job %s: %v", j.Name, err)
+	p.failed(ctx, "FailedDeleteJob", fmt.Sprintf("deleting Volcano Job %s: %v", j.Name, err))
 	*errs = append(*errs, fmt.Errorf("deleting Volcano Job %s: %w", j.Name, err))
 	return false
 }
 
-func (r *Reconciler) deletePP(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, errs *[]error) {
+func (r *Reconciler) deletePP(ctx context.Context, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, p *pass, errs *[]error) {
 	uid := pp.UID
 	err := r.client.Delete(ctx, pp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
 		r.exp.deletedPP(ref, pp.Name, uid)
-		r.recorder.Eventf(hj, corev1.EventTypeNormal, "DeletedPropagationPolicy", "deleted PropagationPolicy %s: no longer in the HyperJob spec", pp.Name)
+		p.did(ctx, actDeletedPP, pp.Name)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 	default:
 		reconcileErrors.WithLabelValues(opDeletePP).Inc()
-		r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedDeletePropagationPolicy", "deleting PropagationPolicy %s: %v", pp.Name, err)
+		p.failed(ctx, "FailedDeletePropagationPolicy", fmt.Sprintf("deleting PropagationPolicy %s: %v", pp.Name, err))
 		*errs = append(*errs, fmt.Errorf("deleting PropagationPolicy %s: %w", pp.Name, err))
 	}
 }

@@ -87,8 +87,9 @@ func TestCreateChildren(t *testing.T) {
 			len(pp.Labels[hbv1.PPSpecHashLabel]) != hyperjob.HashLength || !metav1.IsControlledBy(pp, hj) {
 			t.Errorf("PropagationPolicy %s labels %v owners %+v", name, pp.Labels, pp.OwnerReferences)
 		}
-		if pp.ManagedFields[0].Manager != hyperjob.FieldOwner || pp.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
-			t.Errorf("PropagationPolicy %s managed by %+v, want an apply by %s", name, pp.ManagedFields[0], hyperjob.FieldOwner)
+		// Created, not applied: a Create never adopts an object of the same name.
+		if pp.ManagedFields[0].Manager != hyperjob.FieldOwner || pp.ManagedFields[0].Operation != metav1.ManagedFieldsOperationUpdate {
+			t.Errorf("PropagationPolicy %s managed by %+v, want a create by %s", name, pp.ManagedFields[0], hyperjob.FieldOwner)
 		}
 	}
 	waitFor(t, timeout, "status", func(ctx context.Context) (bool, error) {
@@ -96,8 +97,8 @@ func TestCreateChildren(t *testing.T) {
 		return err == nil && hj.Status.SplitCount != nil && *hj.Status.SplitCount == 3 && hj.Status.ObservedGeneration == hj.Generation &&
 			len(hj.Status.ReplicatedJobsStatus) == 2 && len(hj.Status.ReplicatedJobsStatus[0].JobStates) == 2, err
 	})
-	waitForEvent(t, ns, "train", "CreatedJob", "train-a-0")
-	waitForEvent(t, ns, "train", "CreatedPropagationPolicy", "train-b-0")
+	waitForEvent(t, ns, "train", hyperjob.ReasonSyncedChildren, "created 3 PropagationPolicies (train-a-0, train-a-1, train-b-0)")
+	waitForEvent(t, ns, "train", hyperjob.ReasonSyncedChildren, "created 3 Volcano Jobs (train-a-0, train-a-1, train-b-0)")
 
 	// A WorkloadPolicy change: the policy-filled PropagationPolicy is updated in place, the Volcano
 	// Jobs (whose template hash ignores policies) are not touched.
@@ -181,8 +182,7 @@ func TestScale(t *testing.T) {
 	if jobs["s-a-0"].UID != a0 {
 		t.Error("scaling down recreated a kept child")
 	}
-	waitForEvent(t, ns, "s", "DeletedJob", "s-a-4")
-	waitForEvent(t, ns, "s", "DeletedPropagationPolicy", "s-a-4")
+	waitForEvent(t, ns, "s", hyperjob.ReasonSyncedChildren, "deleted 4 Volcano Jobs no longer in the spec (s-a-1, s-a-2, s-a-3, … 1 more)")
 
 	updateHyperJob(t, ns, "s", func(hj *trainingv1alpha1.HyperJob) { hj.Spec.ReplicatedJobs = hj.Spec.ReplicatedJobs[:1] })
 	waitForChildren(t, timeout, ns, "s", []string{"s-a-0"})
@@ -261,13 +261,15 @@ func TestTemplateChangeRecreatesChildren(t *testing.T) {
 	if maxDisrupted > 1 {
 		t.Errorf("saw %d children absent or terminating at once; recreation must go one child at a time", maxDisrupted)
 	}
+	// One RecreatingJob Event for the rollout; each child's recreation is in a pass summary.
+	waitForEvent(t, ns, "tpl", hyperjob.ReasonRecreatingJob, "recreating its 3 unfinished children one at a time")
+	if evs, _ := eventsFor(context.Background(), ns, "tpl", hyperjob.ReasonRecreatingJob); len(evs) != 1 {
+		t.Errorf("%d RecreatingJob events, want 1", len(evs))
+	}
 	for _, n := range want[:3] {
-		waitForEvent(t, ns, "tpl", "RecreatingJob", n)
+		waitForEvent(t, ns, "tpl", hyperjob.ReasonSyncedChildren, "deleted 1 Volcano Job to recreate from the changed template ("+n+")")
 	}
-	if evs, _ := eventsFor(context.Background(), ns, "tpl", "RecreatingJob"); len(evs) != 3 {
-		t.Errorf("%d RecreatingJob events, want 3", len(evs))
-	}
-	waitForEvent(t, ns, "tpl", "UpdatedPropagationPolicy", "tpl-a-0")
+	waitForEvent(t, ns, "tpl", hyperjob.ReasonSyncedChildren, "updated 4 PropagationPolicies in place (tpl-a-0")
 }
 
 // Status aggregates the children's states and pod counts; Completed is set when all children
