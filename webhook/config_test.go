@@ -33,8 +33,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 5 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 5", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 6 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 6", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -82,7 +82,7 @@ func TestConfigurations(t *testing.T) {
 
 	// Service mode, a subset of kinds, an opt-out-style Pod selector.
 	mwc, vwc = Configurations(ConfigOptions{Kinds: []Kind{KindPod, KindPropagationPolicy}, PodNamespaceSelector: &metav1.LabelSelector{}})
-	if len(mwc.Webhooks) != 2 || len(vwc.Webhooks) != 1 {
+	if len(mwc.Webhooks) != 2 || len(vwc.Webhooks) != 2 {
 		t.Fatalf("kinds subset: %d mutating, %d validating", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	svc := mwc.Webhooks[1].ClientConfig.Service

@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"slices"
 
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -47,6 +49,9 @@ func (d *deps) hyperJobValidator() admission.Handler {
 					oldQueue = prev.TemplateSpec.Queue
 				}
 				c.queue(p.Child("templateSpec", "queue"), rj.TemplateSpec.Queue, update, oldQueue, existed)
+				if !update || !existed || !slices.Equal(prev.ClusterNames, rj.ClusterNames) {
+					c.clusters(p.Child("clusterNames"), rj.ClusterNames)
+				}
 
 				if seen[rj.Name] {
 					c.errs = append(c.errs, field.Duplicate(p.Child("name"), rj.Name))
@@ -83,6 +88,24 @@ func (c *checker) childCount(hj, old *trainingv1alpha1.HyperJob, update bool) {
 	}
 	if err := naming.CheckChildCount(total, "the sum of spec.replicatedJobs[*].replicas"); err != nil {
 		c.errs = append(c.errs, field.Invalid(field.NewPath("spec", "replicatedJobs").Key("*").Child("replicas"), total, err.Error()))
+	}
+}
+
+// clusters checks a replicatedJob's clusterNames against allowedClusters. Without clusterNames the
+// controller gives its children the policy's default propagation.clusterNames (the same engine
+// call), which is what is checked then.
+func (c *checker) clusters(p *field.Path, names []string) {
+	probe := &policyv1alpha1.PropagationPolicy{}
+	if len(names) > 0 {
+		probe.Spec.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: names}
+	}
+	defaults.PropagationPolicy(probe, c.ns, c.pols)
+	var effective []string
+	if a := probe.Spec.Placement.ClusterAffinity; a != nil {
+		effective = a.ClusterNames
+	}
+	if ref := defaults.ClusterRefusal(effective, c.ns, c.pols); ref != nil {
+		c.errs = append(c.errs, field.Forbidden(p, ref.Error()))
 	}
 }
 

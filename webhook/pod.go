@@ -72,8 +72,12 @@ func (d *deps) podValidator() admission.Handler {
 			if strings.TrimSpace(q) == "" || strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
 				return nil
 			}
+			// The queue counts as judged before only when the old Pod was judged: it named it and
+			// belonged to no PodGroup. Otherwise dropping the group-name annotation would let an
+			// unjudged queue through.
 			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
-			c.queue(field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation), q, update, oldQ, had)
+			judged := had && strings.TrimSpace(old.Annotations[defaults.GroupNameAnnotation]) == ""
+			c.queue(field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation), q, update, oldQ, judged)
 			return nil
 		},
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -109,20 +107,9 @@ func (c *checker) queue(path *field.Path, queue string, update bool, oldQueue st
 	if update && hadOld && defaults.NormalizeQueue(queue) == defaults.NormalizeQueue(oldQueue) {
 		return
 	}
-	ok, policy, allowed := defaults.AllowedQueue(queue, c.ns, c.pols)
-	if ok {
-		return
+	if ref := defaults.QueueRefusal(queue, c.ns, c.pols); ref != nil {
+		c.errs = append(c.errs, field.Forbidden(path, ref.Error()))
 	}
-	shown := strconv.Quote(defaults.NormalizeQueue(queue))
-	if defaults.NormalizeQueue(queue) == "" {
-		shown = fmt.Sprintf(`"" (Volcano's %q queue)`, schedulingv1beta1.DefaultQueue)
-	}
-	quoted := make([]string, len(allowed))
-	for i, q := range allowed {
-		quoted[i] = strconv.Quote(q)
-	}
-	c.errs = append(c.errs, field.Forbidden(path, fmt.Sprintf("queue %s is not allowed in namespace %q: WorkloadPolicy %q allows only %s",
-		shown, c.ns.Name, policy, strings.Join(quoted, ", "))))
 }
 
 // lifecycleAnnotations checks hyperbatch.dev/ttl-seconds-after-finished and

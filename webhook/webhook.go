@@ -53,6 +53,8 @@ const (
 	ValidatePodGroupPath   = "/validate-podgroup"
 	ValidateJobSetPath     = "/validate-jobset"
 	ValidateHyperJobPath   = "/validate-hyperjob"
+	// ValidatePropagationPolicyPath serves the allowedClusters check of PropagationPolicies.
+	ValidatePropagationPolicyPath = "/validate-propagationpolicy"
 )
 
 // Options tune Setup. The zero value serves every kind.
@@ -184,7 +186,7 @@ var kindSpecs = map[Kind]kindSpec{
 	KindHyperJob: {gvk: schema.GroupVersionKind{Group: "training.volcano.sh", Version: "v1alpha1", Kind: "HyperJob"}, resource: "hyperjobs",
 		mutatePath: MutateHyperJobPath, validatePath: ValidateHyperJobPath},
 	KindPropagationPolicy: {gvk: schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, resource: "propagationpolicies",
-		mutatePath: MutatePropagationPolicyPath},
+		mutatePath: MutatePropagationPolicyPath, validatePath: ValidatePropagationPolicyPath},
 }
 
 func hasKind(kinds []Kind, k Kind) bool {
@@ -214,7 +216,7 @@ func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {
 		case KindHyperJob:
 			m, v = d.hyperJobMutator(), d.hyperJobValidator()
 		case KindPropagationPolicy:
-			m = d.propagationPolicyMutator()
+			m, v = d.propagationPolicyMutator(), d.propagationPolicyValidator()
 		}
 		out[spec.mutatePath] = m
 		if spec.validatePath != "" && v != nil {

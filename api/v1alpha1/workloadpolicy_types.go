@@ -124,6 +124,16 @@ type WorkloadPolicySpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +optional
 	AllowedQueues []string `json:"allowedQueues,omitempty"`
+
+	// AllowedClusters, when set, are the only Karmada member clusters workloads in governed
+	// namespaces may be propagated to: every PropagationPolicy must name its clusters
+	// (placement.clusterAffinity.clusterNames, and each clusterAffinities term's) among them, and so
+	// must every HyperJob replicatedJob (its clusterNames, or the policy's default
+	// propagation.clusterNames when it names none).
+	// +listType=set
+	// +kubebuilder:validation:items:MinLength=1
+	// +optional
+	AllowedClusters []string `json:"allowedClusters,omitempty"`
 }
 
 // WorkloadPolicyStatus is kept by hyperbatch's policy controller.

@@ -55,6 +55,11 @@ type Plan struct {
 	MinAvailable int32
 	// Refusal, when set, says why no children may be created or changed; children is then empty.
 	Refusal *Refusal
+	// Tenancy, when set, says why no child may be created (a queue or clusters the namespace's
+	// WorkloadPolicy does not allow). Unlike Refusal, the plan is complete: the children that exist
+	// are kept and counted, so a policy tightened under a running HyperJob stops it from growing,
+	// not from finishing.
+	Tenancy *Refusal
 }
 
 // SplitCount is the number of children the plan asks for.
@@ -119,6 +124,9 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 			clusters = a.ClusterNames
 		}
 		rjs = append(rjs, rjPlan{rj: rj, split: s, hash: h, clusters: clusters})
+		if p.Tenancy == nil && n > 0 {
+			p.Tenancy = tenancyRefusal(hj, rj, &s.Template, ns, pols)
+		}
 	}
 
 	p.MinAvailable = int32(total)
@@ -129,6 +137,19 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 				Message: fmt.Sprintf("minAvailable %d must be between 1 and the number of child jobs (%d)", m, total)})
 		}
 		p.MinAvailable = m
+	}
+
+	if p.Tenancy == nil {
+		for _, r := range rjs {
+			if r.rj.Replicas <= 0 {
+				continue
+			}
+			if ref := defaults.ClusterRefusal(r.clusters, ns, pols); ref != nil {
+				p.Tenancy = &Refusal{Condition: ConditionSpecInvalid, Reason: ReasonClusterNotAllowed,
+					Message: fmt.Sprintf("replicatedJob %q (spec.replicatedJobs[].clusterNames): %v", r.rj.Name, ref)}
+				break
+			}
+		}
 	}
 
 	// maxDomains caps the distinct clusters of the whole HyperJob. Each child's PropagationPolicy keeps
@@ -191,6 +212,19 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 		p.byReplicatedJob[r.rj.Name] = names
 	}
 	return p, nil
+}
+
+// tenancyRefusal checks the queue a replicatedJob's children get (its template's, else the
+// defaults') against the namespace's WorkloadPolicies: the same check the webhook makes, so a
+// namespace the webhooks skip gets no child in a queue its policy does not allow.
+func tenancyRefusal(hj *trainingv1alpha1.HyperJob, rj *trainingv1alpha1.ReplicatedJob, tmpl *batchv1alpha1.JobSpec, ns defaults.Namespace, pols *defaults.Policies) *Refusal {
+	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: hj.Namespace}, Spec: batchv1alpha1.JobSpec{Queue: tmpl.Queue}}
+	defaults.HyperJobChild(probe, ns, pols)
+	if ref := defaults.QueueRefusal(probe.Spec.Queue, ns, pols); ref != nil {
+		return &Refusal{Condition: ConditionSpecInvalid, Reason: ReasonQueueNotAllowed,
+			Message: fmt.Sprintf("replicatedJob %q (spec.replicatedJobs[].templateSpec.queue): %v", rj.Name, ref)}
+	}
+	return nil
 }
 
 func setClusterNames(pp *policyv1alpha1.PropagationPolicy, names []string) {

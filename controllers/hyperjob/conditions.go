@@ -38,6 +38,8 @@ const (
 	ReasonTooManyChildren            = "TooManyChildren"
 	ReasonInvalidMinAvailable        = "InvalidMinAvailable"
 	ReasonInvalidMaxDomains          = "InvalidMaxDomains"
+	ReasonQueueNotAllowed            = "QueueNotAllowed"
+	ReasonClusterNotAllowed          = "ClusterNotAllowed"
 	// ReasonValid is the reason of a False SplitPolicyInvalid/SpecInvalid condition once fixed.
 	ReasonValid = "Valid"
 	// ReasonChildrenCompleted is the reason of Completed.
@@ -129,7 +131,11 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 		return st, newly
 	}
 	clear(ConditionSplitPolicyInvalid)
-	clear(ConditionSpecInvalid)
+	if t := plan.Tenancy; t != nil {
+		set(metav1.Condition{Type: t.Condition, Status: metav1.ConditionTrue, Reason: t.Reason, Message: t.Message})
+	} else {
+		clear(ConditionSpecInvalid)
+	}
 
 	var completed, done int32
 	for i := range hj.Spec.ReplicatedJobs {

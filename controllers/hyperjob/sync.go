@@ -136,6 +136,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			stalePPs = append(stalePPs, pp)
 		}
 	}
+	if plan.Tenancy != nil {
+		// Nothing new in a queue or on clusters the policy does not allow; what exists is kept.
+		applyPPs, createJobs, recreate = nil, nil, nil
+	}
 	// One child at a time: a template change deletes the next stale child only when no child is being
 	// deleted and none is waiting to be created.
 	var recreateNow *batchv1alpha1.Job

@@ -34,6 +34,7 @@ const FieldOwner = "hyperbatch-podgroup"
 const (
 	ReasonForeignPodGroup = "ForeignPodGroup"
 	ReasonInvalidGang     = "InvalidGang"
+	ReasonQueueNotAllowed = "QueueNotAllowed"
 	ReasonPodGroupPrefix  = "PodGroup"
 )
 
@@ -157,6 +158,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.recorder.Event(&js, corev1.EventTypeWarning, ReasonInvalidGang, "no PodGroup: "+err.Error())
 		logger.Info("JobSet cannot be a gang", "error", err.Error())
 		return reconcile.Result{}, nil
+	}
+	if have == nil || have.Spec.Queue != want.Spec.Queue {
+		// The same allowedQueues check as the JobSet webhook's, for namespaces the webhooks skip:
+		// no PodGroup in a queue the namespace's policy does not allow. A queue already in use is
+		// not judged again, so tightening a policy never breaks a running gang.
+		if ref := defaults.QueueRefusal(want.Spec.Queue, ns, pols); ref != nil {
+			r.recorder.Event(&js, corev1.EventTypeWarning, ReasonQueueNotAllowed, "no PodGroup: "+ref.Error())
+			logger.Info("PodGroup queue not allowed", "reason", ref.Error())
+			return reconcile.Result{}, nil
+		}
 	}
 	if have != nil && have.Status.Phase == schedulingv1beta1.PodGroupRunning {
 		// A running gang keeps its minResources: LimitRange or RuntimeClass changes apply to pods

@@ -31,6 +31,9 @@ func NamespaceOf(ns *corev1.Namespace) Namespace {
 // It is immutable after NewPolicies and safe for concurrent use. A nil *Policies matches nothing.
 type Policies struct {
 	items []compiledPolicy
+	// invalid are the policies whose namespaceSelector cannot be parsed, in the same order. They
+	// default nothing, but their allowed lists fail closed (see binding).
+	invalid []*hbv1.WorkloadPolicy
 }
 
 type compiledPolicy struct {
@@ -49,20 +52,24 @@ func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
 		sel, err := NamespaceSelector(pol)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("WorkloadPolicy %q: %w", pol.Name, err))
+			p.invalid = append(p.invalid, pol)
 			continue
 		}
 		p.items = append(p.items, compiledPolicy{policy: pol, selector: sel})
 	}
 	// Highest weight first; equal weights by name, lexically smallest first. Stable keeps the input
 	// order for exact duplicates so the choice is still deterministic.
-	sort.SliceStable(p.items, func(i, j int) bool {
-		a, b := p.items[i].policy, p.items[j].policy
-		if a.Spec.Weight != b.Spec.Weight {
-			return a.Spec.Weight > b.Spec.Weight
-		}
-		return a.Name < b.Name
-	})
+	sort.SliceStable(p.items, func(i, j int) bool { return ranksBefore(p.items[i].policy, p.items[j].policy) })
+	sort.SliceStable(p.invalid, func(i, j int) bool { return ranksBefore(p.invalid[i], p.invalid[j]) })
 	return p, errors.Join(errs...)
+}
+
+// ranksBefore orders policies: highest weight first, equal weights by name.
+func ranksBefore(a, b *hbv1.WorkloadPolicy) bool {
+	if a.Spec.Weight != b.Spec.Weight {
+		return a.Spec.Weight > b.Spec.Weight
+	}
+	return a.Name < b.Name
 }
 
 // NamespaceSelector parses a policy's spec.namespaceSelector; no selector matches every namespace.

@@ -63,11 +63,14 @@ func (r *run) fillSpecQueue(dst *string, path string) {
 	}
 }
 
-// AllowedQueue tells the validating webhook whether a workload in ns may use queue. It returns the
-// governing policy's name and its allowedQueues (a copy); with no governing policy, or one without
-// allowedQueues, every queue is allowed. References are compared after NormalizeQueue, and an empty
-// queue is checked as Volcano's "default" queue, where Volcano puts a workload that names none.
+// AllowedQueue tells whether a workload in ns may use queue (QueueRefusal is nil). It returns the
+// refusing policy's name and allowedQueues (a copy) or, when allowed, the governing policy's; with
+// no governing policy, or one without allowedQueues, every queue is allowed unless an invalid policy
+// refuses it (see QueueRefusal).
 func AllowedQueue(queue string, ns Namespace, pols *Policies) (allowed bool, policy string, allowedList []string) {
+	if ref := QueueRefusal(queue, ns, pols); ref != nil {
+		return false, ref.Policy, ref.Allowed
+	}
 	pol := pols.MatchNamespace(ns)
 	if pol == nil {
 		return true, "", nil
@@ -75,15 +78,5 @@ func AllowedQueue(queue string, ns Namespace, pols *Policies) (allowed bool, pol
 	if len(pol.Spec.AllowedQueues) == 0 {
 		return true, pol.Name, nil
 	}
-	q := NormalizeQueue(queue)
-	if q == "" {
-		q = schedulingv1beta1.DefaultQueue
-	}
-	allowedList = slices.Clone(pol.Spec.AllowedQueues)
-	for _, a := range allowedList {
-		if NormalizeQueue(a) == q {
-			return true, pol.Name, allowedList
-		}
-	}
-	return false, pol.Name, allowedList
+	return true, pol.Name, slices.Clone(pol.Spec.AllowedQueues)
 }
