@@ -63,7 +63,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Valid",
 		Message: "policy is valid and governs the namespaces its selector matches", ObservedGeneration: p.Generation}
 	if selErr != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InvalidNamespaceSelector", selErr.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "InvalidNamespaceSelector", selErr.Error()+failClosedNote(&p)
 		status.MatchingNamespaces = 0
 	} else {
 		var nss corev1.NamespaceList
@@ -91,4 +91,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("updating status of WorkloadPolicy %s: %w", p.Name, err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// failClosedNote says what an invalid policy still does: its defaults apply nowhere, but its allowed
+// lists fail closed (internal/defaults, QueueRefusal and ClusterRefusal).
+func failClosedNote(p *hbv1.WorkloadPolicy) string {
+	if len(p.Spec.AllowedQueues) == 0 && len(p.Spec.AllowedClusters) == 0 {
+		return "; until it is fixed, its defaults apply to no namespace"
+	}
+	return "; until it is fixed, its defaults apply to no namespace, and its allowedQueues and allowedClusters apply " +
+		"to every namespace not governed by a valid policy ranked above it (a higher weight, or the same weight and a smaller name): they fail closed"
 }

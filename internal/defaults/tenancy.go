@@ -34,7 +34,11 @@ func (r *Refusal) Error() string {
 	for i, a := range r.Allowed {
 		quoted[i] = strconv.Quote(a)
 	}
-	msg := fmt.Sprintf("%s is not allowed in namespace %q: WorkloadPolicy %q allows only %s", r.What, r.Namespace, r.Policy, strings.Join(quoted, ", "))
+	verb := "is"
+	if strings.HasPrefix(r.What, "clusters ") {
+		verb = "are"
+	}
+	msg := fmt.Sprintf("%s %s not allowed in namespace %q: WorkloadPolicy %q allows only %s", r.What, verb, r.Namespace, r.Policy, strings.Join(quoted, ", "))
 	if r.PolicyInvalid {
 		msg += " (its namespaceSelector is invalid, so it may govern this namespace: its allowed lists apply until it is fixed)"
 	}

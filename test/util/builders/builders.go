@@ -93,6 +93,20 @@ func (w *PolicyWrapper) AllowedQueues(queues ...string) *PolicyWrapper {
 	return w
 }
 
+// AllowedClusters sets spec.allowedClusters.
+func (w *PolicyWrapper) AllowedClusters(clusters ...string) *PolicyWrapper {
+	w.Spec.AllowedClusters = clusters
+	return w
+}
+
+// InvalidSelector gives the policy a namespaceSelector the apiserver stores but that cannot be
+// parsed (an unknown operator), as stored before admission refused such selectors.
+func (w *PolicyWrapper) InvalidSelector() *PolicyWrapper {
+	w.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "team", Operator: "Bogus", Values: []string{"a"}}}}
+	return w
+}
+
 // TeamA is the policy most tests use: it governs namespaces labelled team=a with weight 10, sets
 // every default (queue team-a, class batch-normal, scheduler hyperbatch-scheduler, hard topology at
 // tier 2, TTL one day, deadline one week, propagation to clusters a and b, aggregated, at most one
