@@ -14,6 +14,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/naming"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
@@ -144,5 +145,44 @@ func BenchmarkBuildPlan(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuildPlanTenancy: the queue a child gets (its template's, else the defaults') and its clusters
+// are checked against the namespace's WorkloadPolicy, also where the webhooks do not run; the plan
+// stays complete (existing children are kept and counted) but Tenancy forbids creating any.
+func TestBuildPlanTenancy(t *testing.T) {
+	pols, err := defaults.NewPolicies([]hbv1.WorkloadPolicy{*builders.TeamA().AllowedClusters("a", "b").Obj()})
+	require.NoError(t, err)
+	nsA := defaults.Namespace{Name: "ns", Labels: map[string]string{"team": "a"}}
+	rj := func(queue string, clusters ...string) trainingv1alpha1.ReplicatedJob {
+		r := builders.MakeReplicatedJob("w", 2).Clusters(clusters...).Obj()
+		r.TemplateSpec.Queue = queue
+		return r
+	}
+	for _, tc := range []struct {
+		name, reason, msg string
+		rj                trainingv1alpha1.ReplicatedJob
+	}{
+		{"allowed", "", "", rj("shared", "a")},
+		{"defaulted queue and clusters", "", "", rj("default")},
+		{"queue", ReasonQueueNotAllowed, `replicatedJob "w" (spec.replicatedJobs[].templateSpec.queue): queue "gpu" is not allowed in namespace "ns": WorkloadPolicy "team-a" allows only "team-a", "shared"`, rj("gpu", "a")},
+		{"cluster", ReasonClusterNotAllowed, `replicatedJob "w" (spec.replicatedJobs[].clusterNames): cluster "c" is not allowed`, rj("shared", "a", "c")},
+	} {
+		p, err := BuildPlan(hyperJob(tc.rj), nsA, pols)
+		require.NoError(t, err, tc.name)
+		require.Nil(t, p.Refusal, tc.name)
+		assert.EqualValues(t, 2, p.SplitCount(), tc.name)
+		if tc.reason == "" {
+			assert.Nil(t, p.Tenancy, tc.name)
+			continue
+		}
+		require.NotNil(t, p.Tenancy, tc.name)
+		assert.Equal(t, tc.reason, p.Tenancy.Reason, tc.name)
+		assert.Contains(t, p.Tenancy.Message, tc.msg, tc.name)
+		st, newly := ComputeStatus(hyperJob(tc.rj), p, nil)
+		require.NotNil(t, newly, tc.name)
+		assert.Equal(t, ConditionSpecInvalid, newly.Type)
+		assert.Len(t, st.ReplicatedJobsStatus, 1)
 	}
 }
