@@ -64,12 +64,21 @@ func testConfig() *rest.Config {
 // also runs at test cleanup.
 func startManager(t testing.TB, cfg *rest.Config, namespace string) func() {
 	t.Helper()
+	return startManagerWith(t, cfg, namespace, nil)
+}
+
+// startManagerWith is startManager with the manager's options changed by edit first (nil: none).
+func startManagerWith(t testing.TB, cfg *rest.Config, namespace string, edit func(*ctrl.Options)) func() {
+	t.Helper()
 	o := ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+	}
+	if edit != nil {
+		edit(&o)
 	}
 	mgr, err := ctrl.NewManager(cfg, o)
 	if err != nil {
