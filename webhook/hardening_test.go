@@ -21,8 +21,9 @@ import (
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-func hyperJobOf(ns, name string, rjs ...trainingv1alpha1.ReplicatedJob) *trainingv1alpha1.HyperJob {
-	return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: rjs}}
+// hyperJobOf is a HyperJob in namespace "a" (governed by team-a).
+func hyperJobOf(name string, rjs ...trainingv1alpha1.ReplicatedJob) *trainingv1alpha1.HyperJob {
+	return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "a"}, Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: rjs}}
 }
 
 func rjOf(name string, replicas int32, clusters ...string) trainingv1alpha1.ReplicatedJob {
@@ -35,15 +36,15 @@ func rjOf(name string, replicas int32, clusters ...string) trainingv1alpha1.Repl
 func TestValidateHyperJobChildCount(t *testing.T) {
 	d := testDeps(t, teamA(), nsA)
 	v := d.hyperJobValidator()
-	huge := hyperJobOf("a", "huge", rjOf("a", 100000, "a"), rjOf("b", 100000, "a"))
+	huge := hyperJobOf("huge", rjOf("a", 100000, "a"), rjOf("b", 100000, "a"))
 	wantDenied(t, v.Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, huge, nil)), http.StatusUnprocessableEntity,
 		fmt.Sprintf("spec.replicatedJobs[*].replicas: Invalid value: 200000: the HyperJob would have 200000 child jobs (the sum of spec.replicatedJobs[*].replicas), more than the limit of %d per HyperJob", naming.MaxChildren))
 
-	over := hyperJobOf("a", "over", rjOf("a", naming.MaxChildren/2+1, "a"), rjOf("b", naming.MaxChildren/2, "a"))
+	over := hyperJobOf("over", rjOf("a", naming.MaxChildren/2+1, "a"), rjOf("b", naming.MaxChildren/2, "a"))
 	wantDenied(t, v.Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, over, nil)), http.StatusUnprocessableEntity,
 		fmt.Sprintf("Invalid value: %d", naming.MaxChildren+1))
 
-	at := hyperJobOf("a", "at", rjOf("a", naming.MaxChildren/2, "a"), rjOf("b", naming.MaxChildren/2, "a"))
+	at := hyperJobOf("at", rjOf("a", naming.MaxChildren/2, "a"), rjOf("b", naming.MaxChildren/2, "a"))
 	resp := v.Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, at, nil))
 	assert.True(t, resp.Allowed, "a HyperJob at the limit: %v", resp.Result)
 
@@ -63,7 +64,9 @@ func TestValidatePropagationPolicyClusters(t *testing.T) {
 		return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "pp", Namespace: ns},
 			Spec: policyv1alpha1.PropagationSpec{Placement: policyv1alpha1.Placement{ClusterAffinity: affinity, ClusterAffinities: terms}}}
 	}
-	names := func(n ...string) *policyv1alpha1.ClusterAffinity { return &policyv1alpha1.ClusterAffinity{ClusterNames: n} }
+	names := func(n ...string) *policyv1alpha1.ClusterAffinity {
+		return &policyv1alpha1.ClusterAffinity{ClusterNames: n}
+	}
 	handle := func(op admissionv1.Operation, obj, old *policyv1alpha1.PropagationPolicy) admission.Response {
 		if old == nil {
 			return v.Handle(context.Background(), request(t, KindPropagationPolicy, op, obj, nil))
@@ -101,10 +104,10 @@ func toJSONString(v any) string {
 func TestValidateHyperJobClusters(t *testing.T) {
 	d := testDeps(t, builders.TeamA().AllowedClusters("a", "b").Obj(), nsA)
 	v := d.hyperJobValidator()
-	ok := hyperJobOf("a", "ok", rjOf("x", 1, "a"), rjOf("y", 1)) // y gets the policy's default clusters a, b
+	ok := hyperJobOf("ok", rjOf("x", 1, "a"), rjOf("y", 1)) // y gets the policy's default clusters a, b
 	resp := v.Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, ok, nil))
 	assert.True(t, resp.Allowed, "%v", resp.Result)
-	bad := hyperJobOf("a", "bad", rjOf("x", 1, "a", "c"))
+	bad := hyperJobOf("bad", rjOf("x", 1, "a", "c"))
 	wantDenied(t, v.Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, bad, nil)), http.StatusUnprocessableEntity,
 		`spec.replicatedJobs[0].clusterNames: Forbidden: cluster "c" is not allowed in namespace "a": WorkloadPolicy "team-a" allows only "a", "b"`)
 
@@ -112,7 +115,7 @@ func TestValidateHyperJobClusters(t *testing.T) {
 	noDefault := builders.TeamA().AllowedClusters("a").Obj()
 	noDefault.Spec.Defaults.Propagation = nil
 	d = testDeps(t, noDefault, nsA)
-	wantDenied(t, d.hyperJobValidator().Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, hyperJobOf("a", "open", rjOf("x", 1)), nil)),
+	wantDenied(t, d.hyperJobValidator().Handle(context.Background(), request(t, KindHyperJob, admissionv1.Create, hyperJobOf("open", rjOf("x", 1)), nil)),
 		http.StatusUnprocessableEntity, `spec.replicatedJobs[0].clusterNames: Forbidden: naming no clusters`)
 }
 
