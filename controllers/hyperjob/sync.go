@@ -307,19 +307,37 @@ func (r *Reconciler) writePropagationPolicies(ctx context.Context, hj *trainingv
 }
 
 func (r *Reconciler) createPP(ctx context.Context, hj *trainingv1alpha1.HyperJob, c *child, p *pass) error {
-	pp := c.pp.DeepCopy()
-	if err := r.client.Create(ctx, pp); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			// Ours, created by an earlier pass the cache has not caught up with, or someone else's:
-			// asked of the apiserver, not the cache, which may not show it yet.
-			return r.checkForeign(ctx, r.apiReader, hj, &policyv1alpha1.PropagationPolicy{}, c.name, p)
-		}
-		reconcileErrors.WithLabelValues(opApplyPP).Inc()
-		p.failed(ctx, "FailedCreatePropagationPolicy", fmt.Sprintf("creating PropagationPolicy %s: %v", c.name, err))
-		return fmt.Errorf("creating PropagationPolicy %s: %w", c.name, err)
+	created, err := r.createChild(ctx, hj, c.pp.DeepCopy(), &policyv1alpha1.PropagationPolicy{}, opApplyPP, "FailedCreatePropagationPolicy", p)
+	if created {
+		p.did(ctx, actCreatedPP, c.name)
 	}
-	p.did(ctx, actCreatedPP, c.name)
-	return nil
+	return err
+}
+
+// createChild creates a child object (empty is a zero object of its type). On AlreadyExists it asks
+// the apiserver, not the cache, which may not show the object yet, whose it is: its own (created by
+// an earlier pass the cache has not caught up with) is no error, anyone else's is (checkForeign).
+// It reports whether it created obj.
+func (r *Reconciler) createChild(ctx context.Context, hj *trainingv1alpha1.HyperJob, obj, empty client.Object, op, failReason string, p *pass) (bool, error) {
+	err := r.client.Create(ctx, obj)
+	if err == nil {
+		return true, nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return false, r.checkForeign(ctx, r.apiReader, hj, empty, obj.GetName(), p)
+	}
+	kind := kindOf(obj)
+	reconcileErrors.WithLabelValues(op).Inc()
+	p.failed(ctx, failReason, fmt.Sprintf("creating %s %s: %v", kind, obj.GetName(), err))
+	return false, fmt.Errorf("creating %s %s: %w", kind, obj.GetName(), err)
+}
+
+// kindOf names a child's kind for messages.
+func kindOf(obj client.Object) string {
+	if _, ok := obj.(*policyv1alpha1.PropagationPolicy); ok {
+		return "PropagationPolicy"
+	}
+	return "Volcano Job"
 }
 
 func (r *Reconciler) applyPP(ctx context.Context, hj *trainingv1alpha1.HyperJob, c *child, cur *policyv1alpha1.PropagationPolicy, p *pass) error {
@@ -375,14 +393,8 @@ func (r *Reconciler) createJobs(ctx context.Context, hj *trainingv1alpha1.HyperJ
 	err := slowStart(len(cs), func(i int) error {
 		c := cs[i]
 		job := desiredJob(hj, c, ns, pols)
-		if err := r.client.Create(ctx, job); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				// Ours, created by an earlier pass the cache has not caught up with, or someone else's.
-				return r.checkForeign(ctx, r.apiReader, hj, &batchv1alpha1.Job{}, c.name, p)
-			}
-			reconcileErrors.WithLabelValues(opCreate).Inc()
-			p.failed(ctx, "FailedCreateJob", fmt.Sprintf("creating Volcano Job %s: %v", c.name, err))
-			return fmt.Errorf("creating Volcano Job %s: %w", c.name, err)
+		if created, err := r.createChild(ctx, hj, job, &batchv1alpha1.Job{}, opCreate, "FailedCreateJob", p); !created {
+			return err
 		}
 		r.exp.created(ref, job.Name, job.UID)
 		out[i] = job
@@ -416,10 +428,7 @@ func (r *Reconciler) checkForeign(ctx context.Context, rd client.Reader, hj *tra
 		return nil
 	}
 	reconcileErrors.WithLabelValues(opConflict).Inc()
-	kind := "Volcano Job"
-	if _, ok := obj.(*policyv1alpha1.PropagationPolicy); ok {
-		kind = "PropagationPolicy"
-	}
+	kind := kindOf(obj)
 	p.failed(ctx, "ChildNameTaken", fmt.Sprintf("%s %s exists and is not controlled by this HyperJob; it is left alone and the child is not created", kind, name))
 	return fmt.Errorf("%w: %s %s/%s exists and is not controlled by HyperJob %s", errNameTaken, kind, hj.Namespace, name, hj.Name)
 }
