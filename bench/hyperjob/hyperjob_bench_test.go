@@ -209,14 +209,17 @@ func BenchmarkConverge1000(b *testing.B) {
 	}
 }
 
-func runConverge(b *testing.B, tc qpsCase, ns string) {
+// startManager creates the namespace and runs a manager with the HyperJob controller whose cache
+// sees only it, with the client QPS and burst given, counting its writes and HTTP requests. The
+// manager stops at the end of the benchmark.
+func startManager(b *testing.B, ns string, qps float32, burst int) (*hyperjob.Reconciler, *writeCounter) {
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
 	counter := &writeCounter{http: map[string]int64{}}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = tc.qps, tc.burst
+	cfg.QPS, cfg.Burst = qps, burst
 	cfg.Wrap(counter.RoundTrip)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
@@ -242,10 +245,16 @@ func runConverge(b *testing.B, tc qpsCase, ns string) {
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	b.Cleanup(func() { cancel(); <-done })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		b.Fatal("cache did not sync")
 	}
+	return r, counter
+}
+
+func runConverge(b *testing.B, tc qpsCase, ns string) {
+	ctx := context.Background()
+	r, counter := startManager(b, ns, tc.qps, tc.burst)
 
 	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: ns},
 		Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{
