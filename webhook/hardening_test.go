@@ -147,3 +147,23 @@ func TestInvalidPolicyFailsClosedAtAdmission(t *testing.T) {
 	job.Spec.Queue = "gpu"
 	assert.True(t, d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job, nil)).Allowed)
 }
+
+// TestHyperJobChildGetsNoTTLFromTheWebhook: the Volcano Job webhook does not give a HyperJob's child
+// the policy's TTL (the controller leaves it out on purpose); other Volcano Jobs still get it.
+func TestHyperJobChildGetsNoTTLFromTheWebhook(t *testing.T) {
+	d := testDeps(t, teamA(), nsA)
+	owner := trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "hj", UID: "u"}}
+	child := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "hj-w-0", Namespace: "a",
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&owner, trainingv1alpha1.SchemeGroupVersion.WithKind("HyperJob"))}}}
+	var got batchv1alpha1.Job
+	admit(t, d.volcanoJobMutator(), request(t, KindVolcanoJob, admissionv1.Create, child, nil), &got)
+	assert.Nil(t, got.Spec.TTLSecondsAfterFinished, "a HyperJob child got a TTL")
+	assert.Equal(t, "team-a", got.Spec.Queue, "the other defaults still apply")
+
+	plain := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a"}}
+	var gotPlain batchv1alpha1.Job
+	admit(t, d.volcanoJobMutator(), request(t, KindVolcanoJob, admissionv1.Create, plain, nil), &gotPlain)
+	if assert.NotNil(t, gotPlain.Spec.TTLSecondsAfterFinished) {
+		assert.EqualValues(t, 86400, *gotPlain.Spec.TTLSecondsAfterFinished)
+	}
+}

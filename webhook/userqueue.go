@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
@@ -17,6 +18,11 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // applies the engine's rule ("default" counts as unset, since the Job CRD defaults an omitted queue
 // to it before admission). See docs/webhooks.md, "Two mutating webhooks on one Volcano Job".
 func volcanoJobDefaults(job *batchv1alpha1.Job, ns defaults.Namespace, pols *defaults.Policies) defaults.Result {
+	if isHyperJobChild(job) {
+		// The HyperJob controller defaults its children itself, without a TTL of their own (the
+		// HyperJob's lifecycle governs them, docs/hyperjob.md); the webhook must not add one.
+		return defaults.HyperJobChild(job, ns, pols)
+	}
 	if userWroteSpecQueue(&job.ObjectMeta) {
 		return defaults.VolcanoJobExplicitQueue(job, ns, pols)
 	}
@@ -61,4 +67,10 @@ func appliedSpecQueue(raw []byte) bool {
 	}
 	_, ok := set.Spec["f:queue"]
 	return ok
+}
+
+// isHyperJobChild reports whether a Volcano Job is controlled by a HyperJob.
+func isHyperJobChild(job *batchv1alpha1.Job) bool {
+	ref := metav1.GetControllerOf(job)
+	return ref != nil && ref.Kind == "HyperJob" && ref.APIVersion == trainingv1alpha1.SchemeGroupVersion.String()
 }
