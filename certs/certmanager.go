@@ -41,7 +41,8 @@ func (r *Rotator) checkCertManager(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("cert-manager mode: Secret %s: %w", r.secretRef(), err)
 	}
 	var trusted [][]byte
-	defer func() { r.observed(trusted, secret.Data[TLSCertKey], secret.Data[TLSKeyKey]) }()
+	r.setServing(secret.Data[TLSCertKey], secret.Data[TLSKeyKey])
+	defer func() { r.setTrusted(trusted) }()
 	for _, w := range r.webhookConfigs() {
 		_, bundles, names, err := w.get(ctx, r.client)
 		if err != nil {

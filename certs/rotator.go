@@ -53,8 +53,8 @@ type Rotator struct {
 	errMu   sync.Mutex
 	lastErr error
 
-	// What readiness checks: the caBundles the webhook configurations held after the last sync, and
-	// the serving pair of the last sync (used when there is no CertDir to read it from).
+	// What readiness checks: the caBundles the webhook configurations held at the last sync, and the
+	// serving pair of the last sync (used when there is no CertDir to read it from).
 	trustMu sync.Mutex
 	trusted [][]byte
 	serving [2][]byte
@@ -187,11 +187,17 @@ func (r *Rotator) checkServing() error {
 	return nil
 }
 
-// observed records what checkServing compares against.
-func (r *Rotator) observed(trusted [][]byte, tlsCrt, tlsKey []byte) {
+// setTrusted records the caBundles the webhook configurations hold, for checkServing.
+func (r *Rotator) setTrusted(bundles [][]byte) {
 	r.trustMu.Lock()
 	defer r.trustMu.Unlock()
-	r.trusted = trusted
+	r.trusted = bundles
+}
+
+// setServing records the serving pair of the last sync, for checkServing when there is no CertDir.
+func (r *Rotator) setServing(tlsCrt, tlsKey []byte) {
+	r.trustMu.Lock()
+	defer r.trustMu.Unlock()
 	r.serving = [2][]byte{tlsCrt, tlsKey}
 }
 
@@ -285,7 +291,9 @@ func (r *Rotator) syncSelf(ctx context.Context) (time.Time, error) {
 		r.log.V(1).Info("lost a race writing the Secret; re-reading", "attempt", attempt, "reason", err.Error())
 	}
 	// The bundle first, then the files: a certificate is served only once its CA is in caBundle.
-	if err := r.inject(ctx, p.Data[CACertKey]); err != nil {
+	held, err := r.inject(ctx, p.Data[CACertKey])
+	r.setTrusted(held)
+	if err != nil {
 		return time.Time{}, err
 	}
 	changed, err := WriteFiles(r.cfg.CertDir, certFiles(p))
@@ -295,7 +303,7 @@ func (r *Rotator) syncSelf(ctx context.Context) (time.Time, error) {
 	if changed {
 		r.log.Info("wrote webhook certificates", "certDir", r.cfg.CertDir, "servingSerial", fmt.Sprintf("%x", p.Serving.Cert.SerialNumber))
 	}
-	r.observed([][]byte{p.Data[CACertKey]}, p.Data[TLSCertKey], p.Data[TLSKeyKey])
+	r.setServing(p.Data[TLSCertKey], p.Data[TLSKeyKey])
 	recordExpiry(r.secretRef(), "ca", p.CA.Cert)
 	recordExpiry(r.secretRef(), "serving", p.Serving.Cert)
 	return p.Next, nil
