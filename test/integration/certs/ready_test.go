@@ -104,13 +104,24 @@ func (r *rotatorRBAC) set(writes bool) {
 	})
 }
 
-// readiness waits until the manager's /readyz and the rotator's check agree on ready, and returns the
-// check's error (nil when ready).
+// waitReady waits until the manager's /readyz and the rotator's check both pass.
+func waitReady(t *testing.T, s *server, timeout time.Duration) {
+	t.Helper()
+	_ = readiness(t, s, true, timeout)
+}
+
+// waitNotReady waits until the manager's /readyz and the rotator's check both fail, and returns the
+// check's error.
+func waitNotReady(t *testing.T, s *server) error {
+	t.Helper()
+	return readiness(t, s, false, 30*time.Second)
+}
+
 func readiness(t *testing.T, s *server, ready bool, timeout time.Duration) error {
 	t.Helper()
 	var checkErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		ok, _, err := s.ready()
+		ok, err := s.ready()
 		checkErr = s.rot.Checker()(&http.Request{})
 		return err == nil && ok == ready && (checkErr == nil) == ready, nil
 	})
@@ -132,22 +143,22 @@ func TestReadinessFollowsServedCertificate(t *testing.T) {
 
 	// A clock behind the certificate's NotBefore (readiness reads the clock on every check).
 	s.fc.SetTime(st.serving.NotBefore.Add(-time.Minute))
-	err := readiness(t, s, false, 30*time.Second)
+	err := waitNotReady(t, s)
 	if !strings.Contains(err.Error(), "is not valid before") {
 		t.Fatalf("not-yet-valid certificate reported as %v", err)
 	}
 	s.fc.SetTime(issued)
-	readiness(t, s, true, 30*time.Second)
+	waitReady(t, s, 30*time.Second)
 
 	// Expired while the rotator cannot write the renewed certificate.
 	rbac.set(false)
 	s.fc.SetTime(st.serving.NotAfter.Add(time.Minute))
-	err = readiness(t, s, false, 30*time.Second)
+	err = waitNotReady(t, s)
 	if !strings.Contains(err.Error(), "expired at") {
 		t.Fatalf("expired certificate reported as %v", err)
 	}
 	rbac.set(true) // the rotator's retry (back-off up to 30s) renews it
-	readiness(t, s, true, 90*time.Second)
+	waitReady(t, s, 90*time.Second)
 	if renewed := readState(t, s.cfg.SecretName); sameSerial(renewed.serving, st.serving) {
 		t.Fatal("ready again without a renewed certificate")
 	}
@@ -166,10 +177,10 @@ func TestReadinessFollowsServedCertificate(t *testing.T) {
 	if err := k8s.Update(context.Background(), v); err != nil {
 		t.Fatal(err)
 	}
-	err = readiness(t, s, false, 30*time.Second)
+	err = waitNotReady(t, s)
 	if !strings.Contains(err.Error(), "not trusted by the webhook configurations' caBundle") {
 		t.Fatalf("untrusted certificate reported as %v", err)
 	}
 	rbac.set(true)
-	readiness(t, s, true, 90*time.Second)
+	waitReady(t, s, 90*time.Second)
 }
