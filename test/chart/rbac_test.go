@@ -3,6 +3,7 @@ package chart
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -230,17 +231,24 @@ func TestManagerNamespacePolicy(t *testing.T) {
 	patch := func(c client.Client, p string) error {
 		return c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}, client.RawPatch(types.MergePatchType, []byte(p)))
 	}
-	// The policy and its binding reach the admission plugin through informers: wait for the first
-	// refusal (RBAC allows the patch, so only the policy can refuse it).
-	const lowerPSA = `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`
-	var refusal error
-	framework.Eventually(t, 30*time.Second, "the policy refusing the manager's pod-security change", func(context.Context) (bool, error) {
-		refusal = patch(mgr, lowerPSA)
-		if refusal != nil && !apierrors.IsInvalid(refusal) && !apierrors.IsForbidden(refusal) {
-			return false, refusal
+	// The policy and its binding reach the admission plugin through informers: wait until it refuses
+	// a change of a probe namespace's label (each attempt a new value, so none is a no-op; RBAC allows
+	// the patch, so only the policy can refuse it).
+	probe := builders.Namespace("policy-probe", nil, nil)
+	require.NoError(t, client.IgnoreAlreadyExists(e.Client.Create(ctx, probe)))
+	attempt := 0
+	framework.Eventually(t, 30*time.Second, "the policy refusing the manager's label change", func(context.Context) (bool, error) {
+		attempt++
+		err := mgr.Patch(ctx, probe.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"probe":"%d"}}}`, attempt))))
+		if err != nil && !apierrors.IsForbidden(err) {
+			return false, err
 		}
-		return refusal != nil, nil
+		return err != nil, nil
 	})
+	const lowerPSA = `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"privileged"}}}`
+	refusal := patch(mgr, lowerPSA)
+	require.Error(t, refusal, "the manager may not lower a namespace's pod-security level")
+	assert.True(t, apierrors.IsForbidden(refusal), "want Forbidden, got %v", refusal)
 	assert.Contains(t, refusal.Error(), "hyperbatch-manager may change only the label hyperbatch.dev/pod-webhook")
 
 	for what, p := range map[string]string{
