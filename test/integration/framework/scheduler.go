@@ -2,9 +2,7 @@ package framework
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,24 +21,7 @@ func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Pr
 		o.BinDir = HyperbatchBinDir()
 	}
 	args := []string{"--config=" + config, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + o.LogDir, "-v=2"}
-	// The scheduler's serving certificate is self-signed; only liveness is checked here.
-	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // test readiness probe
-	healthz := fmt.Sprintf("https://%s/healthz", loopback(port))
-	return start(ctx, o, "scheduler", args, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, healthz, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: status %d", healthz, resp.StatusCode)
-		}
-		return nil
-	})
+	return start(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", loopback(port))))
 }
 
 // HyperbatchBinDir is where `make build` puts bin/manager and bin/scheduler: HYPERBATCH_BIN, or the
