@@ -11,7 +11,8 @@ import (
 // StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
 // HYPERBATCH_BIN when set) with --config, serving HTTPS on a free loopback port (its delegated
 // authentication reads kube-system's extension-apiserver-authentication ConfigMap, as in a cluster),
-// and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig).
+// and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig);
+// o.Kubeconfig, when set, is used for delegated authentication and authorization.
 func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Process, error) {
 	port, err := freePort()
 	if err != nil {
@@ -21,6 +22,11 @@ func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Pr
 		o.BinDir = HyperbatchBinDir()
 	}
 	args := []string{"--config=" + config, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + o.LogDir, "-v=2"}
+	if o.Kubeconfig != "" {
+		// In a pod these default to the ServiceAccount; outside one they must be named, or delegated
+		// authentication and authorization are skipped.
+		args = append(args, "--authentication-kubeconfig="+o.Kubeconfig, "--authorization-kubeconfig="+o.Kubeconfig)
+	}
 	return start(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", loopback(port))))
 }
 
