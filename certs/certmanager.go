@@ -40,15 +40,21 @@ func (r *Rotator) checkCertManager(ctx context.Context) (time.Time, error) {
 	if err := Verify(serving.Cert, cas, now); err != nil {
 		return time.Time{}, fmt.Errorf("cert-manager mode: Secret %s: %w", r.secretRef(), err)
 	}
+	var trusted [][]byte
+	r.setServing(secret.Data[TLSCertKey], secret.Data[TLSKeyKey])
+	defer func() { r.setTrusted(trusted) }()
 	for _, w := range r.webhookConfigs() {
 		_, bundles, names, err := w.get(ctx, r.client)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("cert-manager mode: %w", err)
 		}
 		for _, n := range names {
-			trusted, err := ParseCerts(bundles[n])
+			trusted = append(trusted, bundles[n])
+		}
+		for _, n := range names {
+			cas, err := ParseCerts(bundles[n])
 			if err == nil {
-				err = Verify(serving.Cert, trusted, now)
+				err = Verify(serving.Cert, cas, now)
 			}
 			if err != nil {
 				return time.Time{}, fmt.Errorf("cert-manager mode: webhook %s of %s %s does not trust Secret %s (%w): annotate it with cert-manager.io/inject-ca-from: %s/%s so cert-manager's cainjector sets caBundle",

@@ -17,8 +17,16 @@
 //  4. renews a certificate when less than 1/3 of its lifetime (or 30 days) is left. A CA rotation
 //     takes three steps CAOverlap apart: the new CA joins the bundle (old + new), then the serving
 //     certificate is re-issued from it, then the old CA leaves. No client that refreshed its bundle
-//     within CAOverlap ever meets a certificate it cannot verify;
-//  5. closes Ready() (and passes Checker(), for /readyz) once the files are on disk and injected.
+//     within CAOverlap ever meets a certificate it cannot verify. Each sync injects the bundle before
+//     it changes the files, so a certificate is served only once its CA is in caBundle;
+//  5. recovers a lost CA (Secret deleted, ca.crt/ca.key unreadable or not matching) with the same
+//     overlap: the unexpired CAs the webhook configurations' caBundles and the cert dir's ca.crt hold
+//     stay in the bundle next to a new CA, and the certificate in the cert dir is kept until the new
+//     CA has spread (Event CARecovered);
+//  6. closes Ready() once the files are on disk and injected. Checker() (for /readyz) then keeps
+//     failing while the certificate in the cert dir is unreadable, not yet valid, expired, or not
+//     verified by a caBundle the webhook configurations held at the last sync; a failed sync alone
+//     does not fail it.
 //
 // Replicas elect no leader for this: each reads the Secret, and writes carry the resourceVersion it
 // read, so of two replicas rotating at once one gets a conflict, re-reads and adopts the winner's

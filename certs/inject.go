@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -77,26 +78,39 @@ func (w webhookConfig) get(ctx context.Context, c client.Reader) (client.Object,
 
 // inject makes every webhook entry of every configured webhook configuration trust bundle. A patch
 // that loses a race (another replica or a user wrote in between) is retried on a fresh read. It
-// returns an error naming each configuration it could not read or patch.
-func (r *Rotator) inject(ctx context.Context, bundle []byte) error {
+// returns the caBundles the entries hold afterwards as far as it knows (the bundle where it patched
+// or found it, what it read where it could not patch), and an error naming each configuration it
+// could not read or patch.
+func (r *Rotator) inject(ctx context.Context, bundle []byte) ([][]byte, error) {
+	var held [][]byte
+	var errs []error
 	for _, w := range r.webhookConfigs() {
 		for attempt := 1; ; attempt++ {
-			err := r.injectOne(ctx, w, bundle)
-			if err == nil {
+			read, err := r.injectOne(ctx, w, bundle)
+			if err == nil || !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
+				if err != nil {
+					errs = append(errs, err)
+					held = append(held, read...)
+				} else {
+					held = append(held, bundle)
+				}
 				break
-			}
-			if !apierrors.IsConflict(err) || attempt == maxWriteAttempts {
-				return err
 			}
 		}
 	}
-	return nil
+	return held, errors.Join(errs...)
 }
 
-func (r *Rotator) injectOne(ctx context.Context, w webhookConfig, bundle []byte) error {
+// injectOne patches the stale entries of one configuration. On failure it also returns the caBundles
+// it read.
+func (r *Rotator) injectOne(ctx context.Context, w webhookConfig, bundle []byte) ([][]byte, error) {
 	obj, bundles, names, err := w.get(ctx, r.client)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	var read [][]byte
+	for _, n := range names {
+		read = append(read, bundles[n])
 	}
 	patch := caBundlePatch{}
 	patch.Metadata.ResourceVersion = obj.GetResourceVersion()
@@ -111,16 +125,16 @@ func (r *Rotator) injectOne(ctx context.Context, w webhookConfig, bundle []byte)
 		stale = append(stale, n)
 	}
 	if len(stale) == 0 {
-		return nil
+		return read, nil
 	}
 	data, err := json.Marshal(patch)
 	if err != nil {
-		return fmt.Errorf("encoding caBundle patch for %s %s: %w", w.kind, w.name, err)
+		return read, fmt.Errorf("encoding caBundle patch for %s %s: %w", w.kind, w.name, err)
 	}
 	if err := r.client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, data)); err != nil {
-		return fmt.Errorf("patching caBundle of %s %s (webhooks %v): %w", w.kind, w.name, stale, err)
+		return read, fmt.Errorf("patching caBundle of %s %s (webhooks %v): %w", w.kind, w.name, stale, err)
 	}
 	r.log.Info("injected CA bundle", "kind", w.kind, "name", w.name, "webhooks", stale)
 	r.event(obj, ReasonCABundleInjected, fmt.Sprintf("set clientConfig.caBundle of webhooks %v from Secret %s", stale, r.secretRef()))
-	return nil
+	return read, nil
 }

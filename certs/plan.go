@@ -3,6 +3,7 @@ package certs
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"time"
 )
@@ -10,6 +11,7 @@ import (
 // Event reasons (also logged) for the changes a sync makes.
 const (
 	ReasonCACreated          = "CACreated"
+	ReasonCARecovered        = "CARecovered"
 	ReasonCARotated          = "CARotated"
 	ReasonServingCertIssued  = "ServingCertIssued"
 	ReasonServingCertRotated = "ServingCertRotated"
@@ -34,15 +36,29 @@ type plan struct {
 	Bundle  []*x509.Certificate // ca.crt: the signing CA first, then CAs kept for overlap
 }
 
+// recovery is what verifiers and webhook servers use right now, gathered when the Secret's CA is lost
+// (the Secret was deleted, or ca.crt/ca.key are unreadable or do not match): the CA bundle the webhook
+// configurations hold and this replica's cert dir has (PEM), and the serving pair in the cert dir.
+type recovery struct {
+	Bundle          []byte
+	TLSCert, TLSKey []byte
+}
+
 // computePlan decides, from the Secret's current data, what it must hold at now. It is pure (apart
 // from key generation) so rotation can be tested at exact time boundaries.
+//
+// When the Secret holds no usable CA, a new CA is made, and the trust in use is kept (rec): the
+// unexpired CAs of rec.Bundle stay in the bundle next to the new CA, and the serving certificate in
+// the cert dir is kept while it is valid. The recovery then ends like a CA rotation (steps 2 and 3
+// below), so no verifier that still trusts only the old CA meets a certificate from the new one, and
+// the old CAs leave only after the serving certificate has come from the new CA for CAOverlap.
 //
 // A CA rotation takes three syncs, CAOverlap apart, so that every verifier trusts a certificate before
 // it is served: (1) a new CA becomes the signer and joins the bundle next to the old one while the old
 // serving certificate stays; (2) the serving certificate is re-issued from the new CA; (3) the old CA
 // leaves the bundle. A serving certificate that is invalid, lacks a wanted SAN, or would expire before
 // step 2 is re-issued at once.
-func computePlan(cfg Config, now time.Time, data map[string][]byte) (*plan, error) {
+func computePlan(cfg Config, now time.Time, data map[string][]byte, rec recovery) (*plan, error) {
 	p := &plan{Data: map[string][]byte{}}
 	oldBundle, bundleErr := ParseCerts(data[CACertKey])
 	if bundleErr != nil {
@@ -51,7 +67,17 @@ func computePlan(cfg Config, now time.Time, data map[string][]byte) (*plan, erro
 	ca, caProblem := findSigner(oldBundle, data[CAKeyKey], bundleErr)
 	switch {
 	case ca == nil:
-		if err := p.newCA(cfg, now, ReasonCACreated, caProblem); err != nil {
+		reason := ReasonCACreated
+		kept := trustedCAs(now, oldBundle, rec.Bundle)
+		if len(kept) > 0 {
+			reason = ReasonCARecovered
+			caProblem += fmt.Sprintf("; keeping the %d CA(s) verifiers trust now in %s until the serving certificate has come from the new CA for %s", len(kept), CACertKey, cfg.CAOverlap)
+			oldBundle = kept
+			if _, err := ParseKeyPair(data[TLSCertKey], data[TLSKeyKey]); err != nil && len(rec.TLSCert) > 0 {
+				data = map[string][]byte{TLSCertKey: rec.TLSCert, TLSKeyKey: rec.TLSKey}
+			}
+		}
+		if err := p.newCA(cfg, now, reason, caProblem); err != nil {
 			return nil, err
 		}
 	case NeedsRenewal(ca.Cert, now, cfg.RenewFraction, cfg.RenewBefore):
@@ -75,6 +101,35 @@ func computePlan(cfg Config, now time.Time, data map[string][]byte) (*plan, erro
 		p.Data[CACertKey] = EncodeBundle(p.Bundle)
 	}
 	return p, nil
+}
+
+// trustedCAs returns the unexpired CA certificates of bundle and of the PEM bundle extra (unreadable
+// blocks are skipped: this is a best-effort salvage), without duplicates.
+func trustedCAs(now time.Time, bundle []*x509.Certificate, extra []byte) []*x509.Certificate {
+	all := append([]*x509.Certificate(nil), bundle...)
+	for len(extra) > 0 {
+		var b *pem.Block
+		b, extra = pem.Decode(extra)
+		if b == nil {
+			break
+		}
+		if c, err := x509.ParseCertificate(b.Bytes); err == nil && b.Type == "CERTIFICATE" {
+			all = append(all, c)
+		}
+	}
+	var out []*x509.Certificate
+	for _, c := range dedupe(all) {
+		if c.IsCA && validAt(c, now) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// hasSigner reports whether the Secret's ca.crt and ca.key hold a usable CA.
+func hasSigner(bundle []*x509.Certificate, caKey []byte, bundleErr error) bool {
+	ca, _ := findSigner(bundle, caKey, bundleErr)
+	return ca != nil
 }
 
 // findSigner returns the CA in bundle that caKey belongs to, or nil and why not.

@@ -22,9 +22,13 @@ func testConfig() Config {
 	}.Default()
 }
 
-func mustPlan(t *testing.T, cfg Config, now time.Time, data map[string][]byte) *plan {
+func mustPlan(t *testing.T, cfg Config, now time.Time, data map[string][]byte, rec ...recovery) *plan {
 	t.Helper()
-	p, err := computePlan(cfg, now, data)
+	var r recovery
+	if len(rec) > 0 {
+		r = rec[0]
+	}
+	p, err := computePlan(cfg, now, data, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +212,7 @@ func TestPlanReissuesAtOnce(t *testing.T) {
 		data := copyData(p.Data)
 		delete(data, CAKeyKey)
 		r := mustPlan(t, cfg, t0.Add(time.Minute), data)
-		expectReasons(t, r, ReasonCACreated)
+		expectReasons(t, r, ReasonCARecovered)
 		if len(r.Bundle) != 2 || !bytes.Equal(r.Data[TLSCertKey], p.Data[TLSCertKey]) {
 			t.Fatal("the old CA and serving cert should stay until the new CA has spread")
 		}
@@ -249,4 +253,65 @@ func TestPlanKeepsCertWithExtraSANs(t *testing.T) {
 	if len(r.Serving.Cert.DNSNames) != len(cfg.DNSNames) {
 		t.Fatalf("renewed cert has %v, want %v", r.Serving.Cert.DNSNames, cfg.DNSNames)
 	}
+}
+
+// A lost CA (Secret deleted, or ca.crt unreadable) is replaced with overlap: the CAs verifiers trust
+// now (from the webhook configurations and the cert dir) stay in the bundle, the served certificate is
+// kept until the new CA has spread, and the recovery ends like a CA rotation.
+func TestPlanRecoversLostCA(t *testing.T) {
+	cfg := testConfig()
+	p := mustPlan(t, cfg, t0, nil)
+	at := t0.Add(time.Minute)
+	local := recovery{Bundle: p.Data[CACertKey], TLSCert: p.Data[TLSCertKey], TLSKey: p.Data[TLSKeyKey]}
+
+	t.Run("Secret deleted, cert dir kept", func(t *testing.T) {
+		r := mustPlan(t, cfg, at, nil, local)
+		expectReasons(t, r, ReasonCARecovered)
+		if len(r.Bundle) != 2 || !r.Bundle[1].Equal(p.CA.Cert) || r.CA.Cert.Equal(p.CA.Cert) {
+			t.Fatalf("want the new CA first and the old one kept, got %d CAs", len(r.Bundle))
+		}
+		if !bytes.Equal(r.Data[TLSCertKey], p.Data[TLSCertKey]) || !bytes.Equal(r.Data[TLSKeyKey], p.Data[TLSKeyKey]) {
+			t.Fatal("the served certificate must be kept until the new CA has spread")
+		}
+		// Then steps 2 and 3 of a CA rotation.
+		switchAt := issuedAt(r.CA.Cert).Add(cfg.CAOverlap)
+		expectUnchanged(t, cfg, switchAt.Add(-time.Second), r.Data)
+		s2 := mustPlan(t, cfg, switchAt, r.Data)
+		expectReasons(t, s2, ReasonServingCertRotated)
+		if len(s2.Bundle) != 2 || s2.Serving.Cert.CheckSignatureFrom(r.CA.Cert) != nil {
+			t.Fatal("step 2 must issue from the new CA and keep both CAs")
+		}
+		s3 := mustPlan(t, cfg, issuedAt(s2.Serving.Cert).Add(cfg.CAOverlap), s2.Data)
+		expectReasons(t, s3, ReasonCABundlePruned)
+		if len(s3.Bundle) != 1 || !s3.Bundle[0].Equal(r.CA.Cert) {
+			t.Fatal("step 3 must leave only the new CA")
+		}
+	})
+	t.Run("ca.crt corrupt", func(t *testing.T) {
+		data := copyData(p.Data)
+		data[CACertKey] = []byte("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+		r := mustPlan(t, cfg, at, data, recovery{Bundle: p.Data[CACertKey]})
+		expectReasons(t, r, ReasonCARecovered)
+		if len(r.Bundle) != 2 || !bytes.Equal(r.Data[TLSCertKey], p.Data[TLSCertKey]) {
+			t.Fatal("the webhook configurations' CA and the Secret's serving cert must be kept")
+		}
+	})
+	t.Run("Secret deleted, nothing on disk", func(t *testing.T) {
+		r := mustPlan(t, cfg, at, nil, recovery{Bundle: p.Data[CACertKey]})
+		expectReasons(t, r, ReasonCARecovered, ReasonServingCertIssued)
+		if len(r.Bundle) != 2 || !r.Bundle[1].Equal(p.CA.Cert) {
+			t.Fatal("the CA the webhook configurations trust must stay while other replicas still serve its certificate")
+		}
+		s3 := mustPlan(t, cfg, issuedAt(r.Serving.Cert).Add(cfg.CAOverlap), r.Data)
+		expectReasons(t, s3, ReasonCABundlePruned)
+	})
+	t.Run("nothing to recover", func(t *testing.T) {
+		expired := mustCA(t, t0.Add(-10*day), 5*day)
+		junk := append(EncodeBundle([]*x509.Certificate{expired.Cert, p.Serving.Cert}), []byte("junk")...)
+		r := mustPlan(t, cfg, at, nil, recovery{Bundle: junk})
+		expectReasons(t, r, ReasonCACreated, ReasonServingCertIssued)
+		if len(r.Bundle) != 1 {
+			t.Fatalf("expired CAs and leaf certificates are not trust anchors; bundle holds %d", len(r.Bundle))
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -50,6 +52,12 @@ type Rotator struct {
 	readyMu sync.Once
 	errMu   sync.Mutex
 	lastErr error
+
+	// What readiness checks: the caBundles the webhook configurations held at the last sync, and the
+	// serving pair of the last sync (used when there is no CertDir to read it from).
+	trustMu sync.Mutex
+	trusted [][]byte
+	serving [2][]byte
 }
 
 // Option customises a Rotator.
@@ -120,20 +128,77 @@ func (r *Rotator) NeedLeaderElection() bool { return false }
 
 // Ready is closed once the first sync succeeded: in self mode the certificates are in the Secret,
 // in CertDir and in every configured webhook configuration; in cert-manager mode cert-manager has
-// done the same. It stays closed.
+// done the same. It stays closed (it gates the webhook server's start).
 func (r *Rotator) Ready() <-chan struct{} { return r.ready }
 
-// Checker is a healthz.Checker (for the manager's /readyz) that fails, with the last error, until
-// Ready is closed.
+// Checker is a healthz.Checker (for the manager's /readyz). It fails, with the last error, until
+// Ready is closed; after that it fails whenever the serving certificate (the one in CertDir, which the
+// webhook server's certwatcher serves) is unreadable, not yet valid, expired, or not verified by a
+// caBundle the webhook configurations held at the last sync. A replica that would fail the apiserver's
+// TLS handshake thus leaves the Service's endpoints. A failed sync alone (the apiserver unreachable,
+// say) does not fail readiness while the served certificate is still good: taking every replica out
+// of the Service for that would turn a control-plane hiccup into refused admissions.
 func (r *Rotator) Checker() healthz.Checker {
 	return func(*http.Request) error {
 		select {
 		case <-r.ready:
-			return nil
 		default:
 			return fmt.Errorf("webhook certificates are not ready: %w", r.err())
 		}
+		return r.checkServing()
 	}
+}
+
+// checkServing verifies the served certificate at the Rotator's clock.
+func (r *Rotator) checkServing() error {
+	r.trustMu.Lock()
+	crt, key, trusted := r.serving[0], r.serving[1], r.trusted
+	r.trustMu.Unlock()
+	where := "the last synced Secret " + r.secretRef()
+	if r.cfg.CertDir != "" {
+		where = r.cfg.CertDir
+		var errCrt, errKey error
+		crt, errCrt = os.ReadFile(filepath.Join(r.cfg.CertDir, TLSCertKey))
+		key, errKey = os.ReadFile(filepath.Join(r.cfg.CertDir, TLSKeyKey))
+		if err := errors.Join(errCrt, errKey); err != nil {
+			return fmt.Errorf("serving certificate: %w", err)
+		}
+	}
+	kp, err := ParseKeyPair(crt, key)
+	if err != nil {
+		return fmt.Errorf("serving certificate in %s is unusable: %w", where, err)
+	}
+	now, c := r.clock.Now(), kp.Cert
+	switch {
+	case now.Before(c.NotBefore):
+		return fmt.Errorf("serving certificate serial %x in %s is not valid before %s", c.SerialNumber, where, c.NotBefore.Format(time.RFC3339))
+	case now.After(c.NotAfter):
+		return fmt.Errorf("serving certificate serial %x in %s expired at %s", c.SerialNumber, where, c.NotAfter.Format(time.RFC3339))
+	}
+	for _, b := range trusted {
+		cas, err := ParseCerts(b)
+		if err == nil {
+			err = Verify(c, cas, now)
+		}
+		if err != nil {
+			return fmt.Errorf("serving certificate serial %x in %s is not trusted by the webhook configurations' caBundle: %w", c.SerialNumber, where, err)
+		}
+	}
+	return nil
+}
+
+// setTrusted records the caBundles the webhook configurations hold, for checkServing.
+func (r *Rotator) setTrusted(bundles [][]byte) {
+	r.trustMu.Lock()
+	defer r.trustMu.Unlock()
+	r.trusted = bundles
+}
+
+// setServing records the serving pair of the last sync, for checkServing when there is no CertDir.
+func (r *Rotator) setServing(tlsCrt, tlsKey []byte) {
+	r.trustMu.Lock()
+	defer r.trustMu.Unlock()
+	r.serving = [2][]byte{tlsCrt, tlsKey}
 }
 
 // Start runs the sync loop until ctx ends. Syncs happen at start, when a certificate or a CA-rotation
@@ -225,6 +290,12 @@ func (r *Rotator) syncSelf(ctx context.Context) (time.Time, error) {
 		}
 		r.log.V(1).Info("lost a race writing the Secret; re-reading", "attempt", attempt, "reason", err.Error())
 	}
+	// The bundle first, then the files: a certificate is served only once its CA is in caBundle.
+	held, err := r.inject(ctx, p.Data[CACertKey])
+	r.setTrusted(held)
+	if err != nil {
+		return time.Time{}, err
+	}
 	changed, err := WriteFiles(r.cfg.CertDir, certFiles(p))
 	if err != nil {
 		return time.Time{}, fmt.Errorf("writing certificates to %s: %w", r.cfg.CertDir, err)
@@ -232,9 +303,7 @@ func (r *Rotator) syncSelf(ctx context.Context) (time.Time, error) {
 	if changed {
 		r.log.Info("wrote webhook certificates", "certDir", r.cfg.CertDir, "servingSerial", fmt.Sprintf("%x", p.Serving.Cert.SerialNumber))
 	}
-	if err := r.inject(ctx, p.Data[CACertKey]); err != nil {
-		return time.Time{}, err
-	}
+	r.setServing(p.Data[TLSCertKey], p.Data[TLSKeyKey])
 	recordExpiry(r.secretRef(), "ca", p.CA.Cert)
 	recordExpiry(r.secretRef(), "serving", p.Serving.Cert)
 	return p.Next, nil
@@ -249,7 +318,12 @@ func (r *Rotator) syncSecret(ctx context.Context) (*plan, bool, error) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, false, fmt.Errorf("reading Secret %s: %w", r.secretRef(), err)
 	}
-	p, err := computePlan(r.cfg, r.clock.Now(), secret.Data)
+	var rec recovery
+	if bundle, err := ParseCerts(secret.Data[CACertKey]); !hasSigner(bundle, secret.Data[CAKeyKey], err) {
+		// The CA is lost (or this is the first start): keep what verifiers trust now.
+		rec = r.recover(ctx)
+	}
+	p, err := computePlan(r.cfg, r.clock.Now(), secret.Data, rec)
 	if err != nil {
 		return nil, false, fmt.Errorf("computing certificates for Secret %s: %w", r.secretRef(), err)
 	}

@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	certmanagerv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -143,39 +145,51 @@ func TestSelfCertMode(t *testing.T) {
 	}
 }
 
+// cert-manager mode issues the serving certificate from a CA Issuer: self-signed Issuer -> CA
+// Certificate -> CA Issuer -> serving Certificate, so ca.crt (what cainjector puts in caBundle) is the
+// CA and stays the same across renewals of the serving certificate.
 func TestCertManagerMode(t *testing.T) {
 	objs := render(t, "certs.mode=cert-manager")
-	var cert certmanagerv1.Certificate
-	if !find(t, objs, "Certificate", "hyperbatch-webhook", &cert) {
-		t.Fatal("no cert-manager Certificate rendered")
-	}
-	if cert.Spec.SecretName != "hyperbatch-webhook-tls" || cert.Spec.IssuerRef.Name != "hyperbatch-selfsigned" {
-		t.Errorf("Certificate spec %+v", cert.Spec)
-	}
+	var cert, ca certmanagerv1.Certificate
+	require.True(t, find(t, objs, "Certificate", "hyperbatch-webhook", &cert), "no serving Certificate rendered")
+	require.True(t, find(t, objs, "Certificate", "hyperbatch-webhook-ca", &ca), "no CA Certificate rendered")
+	var selfSigned, caIssuer certmanagerv1.Issuer
+	require.True(t, find(t, objs, "Issuer", "hyperbatch-selfsigned", &selfSigned))
+	require.True(t, find(t, objs, "Issuer", "hyperbatch-ca", &caIssuer))
+
+	assert.NotNil(t, selfSigned.Spec.SelfSigned, "hyperbatch-selfsigned must be a self-signed Issuer")
+	assert.True(t, ca.Spec.IsCA, "the CA Certificate must have isCA")
+	assert.Equal(t, "hyperbatch-selfsigned", ca.Spec.IssuerRef.Name, "the CA is signed by the self-signed Issuer")
+	require.NotNil(t, caIssuer.Spec.CA, "hyperbatch-ca must be a CA Issuer")
+	assert.Equal(t, ca.Spec.SecretName, caIssuer.Spec.CA.SecretName, "the CA Issuer signs with the CA Certificate's Secret")
+	assert.Equal(t, "hyperbatch-ca", cert.Spec.IssuerRef.Name, "the serving Certificate is issued by the CA Issuer, not the self-signed one")
+	assert.Equal(t, "Issuer", cert.Spec.IssuerRef.Kind)
+	assert.False(t, cert.Spec.IsCA)
+	assert.Equal(t, "hyperbatch-webhook-tls", cert.Spec.SecretName)
+	assert.NotEqual(t, cert.Spec.SecretName, ca.Spec.SecretName, "the CA and the serving certificate need their own Secrets")
+	require.NotNil(t, cert.Spec.Duration)
+	require.NotNil(t, ca.Spec.Duration)
+	assert.Greater(t, ca.Spec.Duration.Duration, cert.Spec.Duration.Duration, "the CA must outlive the serving certificate")
 	wantDNS := webhook.DefaultServiceName + "." + namespace + ".svc"
-	if len(cert.Spec.DNSNames) == 0 || cert.Spec.DNSNames[0] != wantDNS {
-		t.Errorf("Certificate dnsNames %v, want %s first", cert.Spec.DNSNames, wantDNS)
-	}
+	require.NotEmpty(t, cert.Spec.DNSNames)
+	assert.Equal(t, wantDNS, cert.Spec.DNSNames[0])
+
 	var mwc admissionregistrationv1.MutatingWebhookConfiguration
 	find(t, objs, "MutatingWebhookConfiguration", webhook.MutatingConfigurationName, &mwc)
-	if got := mwc.Annotations["cert-manager.io/inject-ca-from"]; got != namespace+"/hyperbatch-webhook" {
-		t.Errorf("inject-ca-from = %q", got)
-	}
+	assert.Equal(t, namespace+"/hyperbatch-webhook", mwc.Annotations["cert-manager.io/inject-ca-from"], "cainjector copies the serving Certificate's ca.crt")
 	var dep appsv1.Deployment
 	find(t, objs, "Deployment", "hyperbatch-manager", &dep)
 	if v := dep.Spec.Template.Spec.Volumes[0]; v.Secret == nil || v.Secret.SecretName != cert.Spec.SecretName {
 		t.Errorf("cert-manager mode must mount the Certificate's Secret, got %+v", v)
 	}
-	// With an existing issuer, no self-signed Issuer is created.
+
+	// With an existing issuer, no chain is created.
 	objs = render(t, "certs.mode=cert-manager", "certs.certManager.issuerRef.name=corp-ca", "certs.certManager.issuerRef.kind=ClusterIssuer")
 	find(t, objs, "Certificate", "hyperbatch-webhook", &cert)
-	if cert.Spec.IssuerRef.Name != "corp-ca" || cert.Spec.IssuerRef.Kind != "ClusterIssuer" {
-		t.Errorf("issuerRef %+v, want ClusterIssuer corp-ca", cert.Spec.IssuerRef)
-	}
-	var iss certmanagerv1.Issuer
-	if find(t, objs, "Issuer", "hyperbatch-selfsigned", &iss) {
-		t.Error("a self-signed Issuer is rendered although issuerRef is set")
-	}
+	assert.Equal(t, "corp-ca", cert.Spec.IssuerRef.Name)
+	assert.Equal(t, "ClusterIssuer", cert.Spec.IssuerRef.Kind)
+	assert.Empty(t, kinds(objs, "Issuer"), "Issuers are rendered although issuerRef is set")
+	assert.Len(t, kinds(objs, "Certificate"), 1, "only the serving Certificate is rendered with issuerRef set")
 }
 
 // The chart's webhook configurations are exactly webhook.Configurations in Service mode.
@@ -198,51 +212,97 @@ func TestWebhooksMatchGo(t *testing.T) {
 	}
 }
 
-// The scheduler profile in the chart is the documented one (docs/scheduler-config.yaml).
+// The scheduler profile in the chart is the documented one (docs/scheduler-config.yaml), and both
+// name the scheduler's own leader-election Lease (never kube-scheduler's). The chart always elects.
 func TestSchedulerProfileMatchesDocs(t *testing.T) {
 	objs := render(t)
 	var cm corev1.ConfigMap
 	if !find(t, objs, "ConfigMap", "hyperbatch-scheduler-config", &cm) {
 		t.Fatal("no scheduler ConfigMap")
 	}
-	profiles := func(data []byte) any {
+	parse := func(data []byte) map[string]any {
 		var m map[string]any
 		if err := yaml.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
-		return m["profiles"]
+		return m
 	}
 	docs, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := profiles([]byte(cm.Data["scheduler-config.yaml"])), profiles(docs); !equality.Semantic.DeepEqual(got, want) {
+	chart, doc := parse([]byte(cm.Data["scheduler-config.yaml"])), parse(docs)
+	if got, want := chart["profiles"], doc["profiles"]; !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("chart profile differs from docs/scheduler-config.yaml:\nchart %v\ndocs  %v", got, want)
 	}
+	le, _ := chart["leaderElection"].(map[string]any)
+	assert.Equal(t, map[string]any{"leaderElect": true, "resourceName": "hyperbatch-scheduler", "resourceNamespace": namespace}, le,
+		"the chart's scheduler must always elect a leader on its own Lease in the release namespace")
+	docLE, _ := doc["leaderElection"].(map[string]any)
+	assert.Equal(t, "hyperbatch-scheduler", docLE["resourceName"], "docs/scheduler-config.yaml must name the scheduler's own Lease")
+	objs = render(t, "scheduler.replicas=1")
+	find(t, objs, "ConfigMap", "hyperbatch-scheduler-config", &cm)
+	assert.Equal(t, true, parse([]byte(cm.Data["scheduler-config.yaml"]))["leaderElection"].(map[string]any)["leaderElect"], "one replica elects too")
 }
 
-// A real kube-apiserver accepts every object the chart renders (server-side dry run, so schemas,
-// RBAC rules and webhook configurations are all validated). cert-manager kinds need cert-manager's
-// CRDs and are checked by TestCertManagerMode instead.
+// Availability: two scheduler replicas by default, a PodDisruptionBudget per component that selects
+// exactly its pods, preferred anti-affinity by hostname, a priority class, the manager always elects
+// a leader, and extra excluded namespaces reach the manager.
+func TestAvailability(t *testing.T) {
+	objs := render(t)
+	for _, c := range []string{"manager", "scheduler"} {
+		var dep appsv1.Deployment
+		require.True(t, find(t, objs, "Deployment", "hyperbatch-"+c, &dep))
+		assert.Equal(t, int32(2), *dep.Spec.Replicas, "%s replicas", c)
+		pod := dep.Spec.Template.Spec
+		assert.Equal(t, "system-cluster-critical", pod.PriorityClassName, "%s priorityClassName", c)
+		require.NotNil(t, pod.Affinity, "%s has no affinity", c)
+		require.NotNil(t, pod.Affinity.PodAntiAffinity, "%s has no pod anti-affinity", c)
+		assert.Empty(t, pod.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, "%s anti-affinity must be preferred, so a one-node cluster still runs it", c)
+		pref := pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		require.Len(t, pref, 1, c)
+		assert.Equal(t, "kubernetes.io/hostname", pref[0].PodAffinityTerm.TopologyKey)
+		assert.Equal(t, dep.Spec.Template.Labels, pref[0].PodAffinityTerm.LabelSelector.MatchLabels, "%s anti-affinity must select its own pods", c)
+
+		var pdb policyv1.PodDisruptionBudget
+		require.True(t, find(t, objs, "PodDisruptionBudget", "hyperbatch-"+c, &pdb), "no PodDisruptionBudget for %s", c)
+		assert.Equal(t, dep.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels, "the %s PDB must select exactly the Deployment's pods", c)
+		require.NotNil(t, pdb.Spec.MaxUnavailable)
+		assert.Equal(t, 1, pdb.Spec.MaxUnavailable.IntValue())
+		require.NotNil(t, pdb.Spec.UnhealthyPodEvictionPolicy)
+		assert.Equal(t, policyv1.AlwaysAllow, *pdb.Spec.UnhealthyPodEvictionPolicy)
+	}
+
+	var dep appsv1.Deployment
+	find(t, render(t, "manager.replicas=1"), "Deployment", "hyperbatch-manager", &dep)
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true", "one manager replica must elect a leader too")
+	assert.NotContains(t, strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--excluded-namespaces", "no flag without extra namespaces")
+	find(t, render(t, "excludedNamespaces={monitoring,istio-system}"), "Deployment", "hyperbatch-manager", &dep)
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--excluded-namespaces=monitoring,istio-system")
+
+	objs = render(t, "priorityClassName=", "podDisruptionBudget.enabled=false")
+	find(t, objs, "Deployment", "hyperbatch-manager", &dep)
+	assert.Empty(t, dep.Spec.Template.Spec.PriorityClassName)
+	assert.Empty(t, kinds(objs, "PodDisruptionBudget"))
+}
+
+// A real kube-apiserver accepts every object the chart renders, in both certificate modes (server-side
+// dry run, so schemas, RBAC rules, the ValidatingAdmissionPolicy's CEL, webhook configurations and
+// cert-manager's kinds (CRDs from the module cache) are all validated), and admits the Deployments'
+// pods in the release namespace (the Priority admission plugin accepts system-cluster-critical there).
 func TestRenderedObjectsAcceptedByAPIServer(t *testing.T) {
-	env, err := framework.Start(framework.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, o := range render(t) {
-		if err := env.Client.Create(ctx, o, client.DryRunAll); err != nil {
-			t.Errorf("apiserver rejects %s %s: %v", o.GetKind(), o.GetName(), err)
+	e := env(t)
+	for _, mode := range []string{"self", "cert-manager"} {
+		objs := render(t, "certs.mode="+mode)
+		require.GreaterOrEqual(t, len(objs), 10)
+		apply(t, objs, true)
+		for _, o := range kinds(objs, "Deployment") {
+			var dep appsv1.Deployment
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &dep))
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: dep.Name + "-"}, Spec: dep.Spec.Template.Spec}
+			if err := e.Client.Create(context.Background(), pod, client.DryRunAll); err != nil {
+				t.Errorf("%s mode: the apiserver refuses a %s pod: %v", mode, dep.Name, err)
+			}
 		}
-		n++
-	}
-	if n < 10 {
-		t.Errorf("only %d objects rendered", n)
 	}
 }

@@ -18,3 +18,37 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "certs.mode must be self or cert-manager, got %q" .Values.certs.mode) -}}
 {{- end -}}
 {{- end -}}
+
+
+{{/* Priority class and anti-affinity of a component's pods: replicas prefer different nodes. */}}
+{{- define "hyperbatch.podPlacement" -}}
+{{- with .root.Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels: {app.kubernetes.io/name: hyperbatch, app.kubernetes.io/instance: {{ .root.Release.Name }}, app.kubernetes.io/component: {{ .component }}}
+{{- end -}}
+
+{{/* PodDisruptionBudget of a component. */}}
+{{- define "hyperbatch.pdb" -}}
+{{- if .root.Values.podDisruptionBudget.enabled }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: hyperbatch-{{ .component }}
+  namespace: {{ .root.Release.Namespace }}
+  labels: {{- include "hyperbatch.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  maxUnavailable: {{ .root.Values.podDisruptionBudget.maxUnavailable }}
+  unhealthyPodEvictionPolicy: AlwaysAllow
+  selector:
+    matchLabels: {app.kubernetes.io/name: hyperbatch, app.kubernetes.io/instance: {{ .root.Release.Name }}, app.kubernetes.io/component: {{ .component }}}
+{{- end }}
+{{- end -}}

@@ -177,16 +177,32 @@ type state struct {
 
 func readState(t *testing.T, name string) state {
 	t.Helper()
-	s := getSecret(t, name)
-	bundle, err := certs.ParseCerts(s.Data[certs.CACertKey])
+	st, err := tryReadState(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return st
+}
+
+// tryReadState reads and parses the Secret; it fails while the Secret is missing, holds no CA or an
+// unreadable one.
+func tryReadState(name string) (state, error) {
+	s := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return state{}, fmt.Errorf("reading Secret %s: %w", name, err)
+	}
+	bundle, err := certs.ParseCerts(s.Data[certs.CACertKey])
+	if err == nil && len(bundle) == 0 {
+		err = fmt.Errorf("Secret %s holds no CA", name)
+	}
+	if err != nil {
+		return state{}, err
 	}
 	kp, err := certs.ParseKeyPair(s.Data[certs.TLSCertKey], s.Data[certs.TLSKeyKey])
 	if err != nil {
-		t.Fatal(err)
+		return state{}, err
 	}
-	return state{secret: s, bundle: bundle, serving: kp.Cert}
+	return state{secret: s, bundle: bundle, serving: kp.Cert}, nil
 }
 
 // eventually polls cond every 100ms for up to 30s.

@@ -68,22 +68,27 @@ func call(url string, pool *x509.CertPool, now func() time.Time) (*x509.Certific
 	return resp.TLS.PeerCertificates[0], nil
 }
 
-// TestWebhookServerAcrossRotations runs a real controller-runtime manager whose webhook server (gated
-// by certs.WaitForCerts, certificates reloaded by its certwatcher from the rotator's cert dir) serves
-// on 127.0.0.1. Two clients call it in a bounded loop throughout a serving renewal and a full CA
-// rotation: one trusts the caBundle currently in the webhook configuration, the other a bundle one
-// rotation step old (an apiserver that has not caught up yet). No request may fail.
-func TestWebhookServerAcrossRotations(t *testing.T) {
-	const prefix = "tls"
+// server is a real controller-runtime manager whose webhook server (gated by certs.WaitForCerts,
+// certificates reloaded by its certwatcher from the rotator's cert dir) serves "ok" on 127.0.0.1.
+type server struct {
+	cfg    certs.Config
+	fc     *clocktesting.FakeClock
+	rot    *certs.Rotator
+	url    string // the webhook endpoint
+	readyz string // the manager's /readyz
+}
+
+// serve starts the manager until the test ends and waits for /readyz.
+func serve(t *testing.T, prefix string, opts ...certs.Option) *server {
+	t.Helper()
 	createWebhookConfigs(t, prefix)
 	dir := t.TempDir()
-	fc := clocktesting.NewFakeClock(time.Now())
-	cfg := testConfig(prefix, dir)
-	rot, err := certs.New(cfg, certs.WithClock(fc))
+	s := &server{cfg: testConfig(prefix, dir), fc: clocktesting.NewFakeClock(time.Now())}
+	rot, err := certs.New(s.cfg, append([]certs.Option{certs.WithClock(s.fc)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-
+	s.rot = rot
 	port, probePort := freePort(t), freePort(t)
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
 	srv.Register("/x", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
@@ -105,115 +110,149 @@ func TestWebhookServerAcrossRotations(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-mgrDone; err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}()
-
-	// /readyz passes only once the certificates are out and the gated webhook server listens.
-	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
-	eventually(t, "manager /readyz", func() (bool, error) {
-		resp, err := http.Get(readyz) //nolint:noctx // test
-		if err != nil {
-			return false, err
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
 	})
+	s.url = fmt.Sprintf("https://127.0.0.1:%d/x", port)
+	s.readyz = fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)
+	// /readyz passes only once the certificates are out and the gated webhook server listens.
+	eventually(t, "manager /readyz", func() (bool, error) {
+		return s.ready()
+	})
+	return s
+}
 
-	url := fmt.Sprintf("https://127.0.0.1:%d/x", port)
-	var lagging atomic.Pointer[x509.CertPool] // bundle as of the previous step
-	first, err := webhookBundle(cfg)
+// ready reports whether the manager's /readyz passes.
+func (s *server) ready() (bool, error) {
+	resp, err := http.Get(s.readyz) //nolint:noctx // test
+	if err != nil {
+		return false, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, nil
+}
+
+// load calls the server in a bounded loop until stopped: each round one request trusting the caBundle
+// currently in the webhook configuration, one trusting the bundle of the last step (an apiserver
+// that has not caught up yet).
+type load struct {
+	s       *server
+	lagging atomic.Pointer[x509.CertPool]
+	ok      atomic.Int32
+	failed  atomic.Int32
+	mu      sync.Mutex
+	first   error
+	stopped chan struct{}
+	done    sync.WaitGroup
+}
+
+func startLoad(t *testing.T, s *server) *load {
+	t.Helper()
+	l := &load{s: s, stopped: make(chan struct{})}
+	first, err := webhookBundle(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lagging.Store(first)
-
-	readErrors := counter(t, "certwatcher_read_certificate_errors_total")
-	reads := counter(t, "certwatcher_read_certificate_total")
-	var ok, failed atomic.Int32
-	var errMu sync.Mutex
-	var firstErr error
-	stop := make(chan struct{})
-	var loop sync.WaitGroup
-	loop.Add(1)
+	l.lagging.Store(first)
+	l.done.Add(1)
 	go func() {
-		defer loop.Done()
+		defer l.done.Done()
 		for i := 0; i < 20000; i++ {
 			select {
-			case <-stop:
+			case <-l.stopped:
 				return
 			default:
 			}
-			current, err := webhookBundle(cfg)
+			current, err := webhookBundle(s.cfg)
 			if err == nil {
-				_, err = call(url, current, fc.Now)
+				_, err = call(s.url, current, s.fc.Now)
 			}
 			if err == nil {
-				_, err = call(url, lagging.Load(), fc.Now)
+				_, err = call(s.url, l.lagging.Load(), s.fc.Now)
 			}
 			if err != nil {
-				failed.Add(1)
-				errMu.Lock()
-				if firstErr == nil {
-					firstErr = err
+				l.failed.Add(1)
+				l.mu.Lock()
+				if l.first == nil {
+					l.first = err
 				}
-				errMu.Unlock()
+				l.mu.Unlock()
 			} else {
-				ok.Add(1)
+				l.ok.Add(1)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
+	return l
+}
 
-	// step advances the fake clock, waits until the server presents the Secret's (changed) serving
-	// certificate, and then lets the lagging client catch up to the bundle of the finished step.
-	prev := readState(t, cfg.SecretName)
-	step := func(what string, to time.Time, done func(state) bool) state {
-		t.Helper()
-		fc.SetTime(to)
-		var st state
-		eventually(t, what, func() (bool, error) {
-			st = readState(t, cfg.SecretName)
-			if !done(st) {
-				return false, nil
-			}
-			pool, err := webhookBundle(cfg)
-			if err != nil {
-				return false, err
-			}
-			served, err := call(url, pool, fc.Now)
-			if err != nil {
-				return false, err
-			}
-			return sameSerial(served, st.serving), nil
-		})
-		before := ok.Load()
-		eventually(t, "requests after "+what, func() (bool, error) { return ok.Load() >= before+20, nil })
-		pool, err := webhookBundle(cfg)
-		if err != nil {
-			t.Fatal(err)
+// step makes a change (advancing the clock, deleting the Secret...), waits until the Secret satisfies
+// done and the server presents its serving certificate, lets 20 more rounds run, and then lets the
+// lagging client catch up to the bundle of the finished step.
+func (l *load) step(t *testing.T, what string, change func(), done func(state) bool) state {
+	t.Helper()
+	change()
+	var st state
+	eventually(t, what, func() (bool, error) {
+		var err error
+		if st, err = tryReadState(l.s.cfg.SecretName); err != nil || !done(st) {
+			return false, err
 		}
-		lagging.Store(pool)
-		return st
+		pool, err := webhookBundle(l.s.cfg)
+		if err != nil {
+			return false, err
+		}
+		served, err := call(l.s.url, pool, l.s.fc.Now)
+		if err != nil {
+			return false, err
+		}
+		return sameSerial(served, st.serving), nil
+	})
+	before := l.ok.Load()
+	eventually(t, "requests after "+what, func() (bool, error) { return l.ok.Load() >= before+20, nil })
+	pool, err := webhookBundle(l.s.cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	l.lagging.Store(pool)
+	return st
+}
 
-	s1 := step("serving renewal", certs.RenewAt(prev.serving, 1.0/3, time.Hour).Add(time.Minute),
+// stop ends the loop and fails the test if any round failed.
+func (l *load) stop(t *testing.T, what string) {
+	t.Helper()
+	close(l.stopped)
+	l.done.Wait()
+	if n := l.failed.Load(); n > 0 {
+		t.Fatalf("%d of %d request rounds failed %s; first: %v", n, n+l.ok.Load(), what, l.first)
+	}
+	t.Logf("%d request rounds (2 handshakes each) succeeded %s", l.ok.Load(), what)
+}
+
+func (s *server) at(to time.Time) func() { return func() { s.fc.SetTime(to) } }
+
+// TestWebhookServerAcrossRotations: the server is called throughout a serving renewal and a full CA
+// rotation, and no request may fail.
+func TestWebhookServerAcrossRotations(t *testing.T) {
+	s := serve(t, "tls")
+	cfg := s.cfg
+	readErrors := counter(t, "certwatcher_read_certificate_errors_total")
+	reads := counter(t, "certwatcher_read_certificate_total")
+	l := startLoad(t, s)
+	prev := readState(t, cfg.SecretName)
+	s1 := l.step(t, "serving renewal", s.at(certs.RenewAt(prev.serving, 1.0/3, time.Hour).Add(time.Minute)),
 		func(st state) bool { return !sameSerial(st.serving, prev.serving) })
-	s2 := step("CA rotation step 1", certs.RenewAt(prev.bundle[0], 1.0/3, time.Hour).Add(time.Minute),
+	s2 := l.step(t, "CA rotation step 1", s.at(certs.RenewAt(prev.bundle[0], 1.0/3, time.Hour).Add(time.Minute)),
 		func(st state) bool { return len(st.bundle) == 2 })
-	s3 := step("CA rotation step 2", fc.Now().Add(cfg.CAOverlap),
+	s3 := l.step(t, "CA rotation step 2", s.at(s.fc.Now().Add(cfg.CAOverlap)),
 		func(st state) bool { return !sameSerial(st.serving, s2.serving) })
-	s4 := step("CA rotation step 3", fc.Now().Add(cfg.CAOverlap),
+	s4 := l.step(t, "CA rotation step 3", s.at(s.fc.Now().Add(cfg.CAOverlap)),
 		func(st state) bool { return len(st.bundle) == 1 })
+	l.stop(t, "across 4 rotation steps")
 
-	close(stop)
-	loop.Wait()
-	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d of %d request rounds failed across the rotations; first: %v", n, n+ok.Load(), firstErr)
-	}
 	// The cert dir switched each key/cert pair in one rename: the webhook server's certwatcher reloaded
 	// (reads went up) without ever reading a broken or mismatched pair.
 	if n := counter(t, "certwatcher_read_certificate_errors_total") - readErrors; n != 0 {
@@ -225,7 +264,49 @@ func TestWebhookServerAcrossRotations(t *testing.T) {
 	if s1.serving.CheckSignatureFrom(prev.bundle[0]) != nil || s3.serving.CheckSignatureFrom(s4.bundle[0]) != nil || s4.bundle[0].Equal(prev.bundle[0]) {
 		t.Fatal("the run did not go through a serving renewal and a CA change")
 	}
-	t.Logf("%d request rounds (2 handshakes each) succeeded across 4 rotation steps", ok.Load())
+}
+
+// TestWebhookServerSurvivesLostCA: the CA Secret is deleted, and later its CA is corrupted. Each time
+// the rotator makes a new CA but keeps the CA the webhook configurations trust in the bundle and keeps
+// serving the current certificate until the new CA has spread (then switches and prunes, as in a CA
+// rotation). A client trusting only the old bundle is never refused.
+func TestWebhookServerSurvivesLostCA(t *testing.T) {
+	s := serve(t, "lostca")
+	cfg := s.cfg
+	l := startLoad(t, s)
+	recoverFrom := func(what string, lose func()) {
+		t.Helper()
+		prev := readState(t, cfg.SecretName)
+		r1 := l.step(t, what+": new CA joins, old CA and certificate kept", lose, func(st state) bool {
+			return st.secret.UID != prev.secret.UID || !st.bundle[0].Equal(prev.bundle[0])
+		})
+		if len(r1.bundle) != 2 || !r1.bundle[1].Equal(prev.bundle[0]) || !sameSerial(r1.serving, prev.serving) {
+			t.Fatalf("%s: want [new CA, old CA] and the old certificate kept, got %d CA(s), serving serial kept %v",
+				what, len(r1.bundle), sameSerial(r1.serving, prev.serving))
+		}
+		r2 := l.step(t, what+": certificate from the new CA", s.at(s.fc.Now().Add(cfg.CAOverlap)),
+			func(st state) bool { return !sameSerial(st.serving, prev.serving) })
+		if len(r2.bundle) != 2 || r2.serving.CheckSignatureFrom(r1.bundle[0]) != nil {
+			t.Fatalf("%s: the certificate must come from the new CA while both CAs are trusted", what)
+		}
+		l.step(t, what+": old CA pruned", s.at(s.fc.Now().Add(cfg.CAOverlap)),
+			func(st state) bool { return len(st.bundle) == 1 && st.bundle[0].Equal(r1.bundle[0]) })
+	}
+	recoverFrom("Secret deleted", func() {
+		if err := k8s.Delete(context.Background(), getSecret(t, cfg.SecretName)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	recoverFrom("CA corrupted", func() {
+		sec := getSecret(t, cfg.SecretName)
+		sec.Data[certs.CACertKey] = []byte("not a certificate")
+		sec.Data[certs.CAKeyKey] = []byte("not a key")
+		if err := k8s.Update(context.Background(), sec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	l.stop(t, "across two CA losses")
+	assertEvents(t, cfg.SecretName, certs.ReasonCARecovered)
 }
 
 // counter returns the value of an unlabelled counter in controller-runtime's metrics registry.

@@ -1,0 +1,40 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
+// HYPERBATCH_BIN when set) with --config, serving HTTPS on a free loopback port (its delegated
+// authentication reads kube-system's extension-apiserver-authentication ConfigMap, as in a cluster),
+// and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig);
+// o.Kubeconfig, when set, is used for delegated authentication and authorization.
+func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if o.BinDir == "" {
+		o.BinDir = HyperbatchBinDir()
+	}
+	args := []string{"--config=" + config, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + o.LogDir, "-v=2"}
+	if o.Kubeconfig != "" {
+		// In a pod these default to the ServiceAccount; outside one they must be named, or delegated
+		// authentication and authorization are skipped.
+		args = append(args, "--authentication-kubeconfig="+o.Kubeconfig, "--authorization-kubeconfig="+o.Kubeconfig)
+	}
+	return start(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", loopback(port))))
+}
+
+// HyperbatchBinDir is where `make build` puts bin/manager and bin/scheduler: HYPERBATCH_BIN, or the
+// project's bin/.
+func HyperbatchBinDir() string {
+	if d := os.Getenv("HYPERBATCH_BIN"); d != "" {
+		return d
+	}
+	return filepath.Join(RepoRoot(), "bin")
+}
