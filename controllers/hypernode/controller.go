@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
@@ -23,7 +24,8 @@ import (
 // UFM credentials Secret and an ibnetdiscover ConfigMap named in its configuration.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=topology.volcano.sh,resources=hypernodes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // replyBuffer is the capacity of each provider's reply channel; the writer never blocks on it.
 const replyBuffer = 16
@@ -102,6 +104,9 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 	c.backoff = func() (int, time.Duration) { return steps, delay }
 	return c, nil
 }
+
+// Nodes is the Node lister given to providers (tests wait on it).
+func (c *Controller) Nodes() corelisters.NodeLister { return c.nodes.Core().V1().Nodes().Lister() }
 
 // Providers are the running providers (tests and benchmarks drive their rounds).
 func (c *Controller) Providers() []Provider { return c.providers }

@@ -41,6 +41,9 @@ func NewRunner(source string, interval time.Duration, discover Discover, log log
 	}
 }
 
+// errNotStarted is Round's error before Start.
+var errNotStarted = errors.New("the provider has not started yet")
+
 // Name implements Provider.
 func (r *Runner) Name() string { return r.source }
 
@@ -49,7 +52,9 @@ func (r *Runner) Start(eventCh chan<- Event, replyCh <-chan Reply, informer Hype
 	if eventCh == nil || informer == nil {
 		return errors.New("start needs an event channel and an informer")
 	}
+	r.round.Lock()
 	r.syncer = &Syncer{Source: r.source, Events: eventCh, Replies: replyCh, Informer: informer}
+	r.round.Unlock()
 	informer.OnChange(r.Trigger)
 	go r.loop()
 	return nil
@@ -58,7 +63,10 @@ func (r *Runner) Start(eventCh chan<- Event, replyCh <-chan Reply, informer Hype
 // Stop implements Provider: it returns after the running round, if any, has stopped.
 func (r *Runner) Stop() error {
 	r.once.Do(func() { close(r.stop) })
-	if r.syncer != nil {
+	r.round.Lock()
+	started := r.syncer != nil
+	r.round.Unlock()
+	if started {
 		<-r.done
 	}
 	return nil
@@ -120,6 +128,9 @@ func (r *Runner) loop() {
 func (r *Runner) Round() error {
 	r.round.Lock()
 	defer r.round.Unlock()
+	if r.syncer == nil {
+		return errNotStarted
+	}
 	begin := time.Now()
 	groups, err := r.discover()
 	if err != nil {

@@ -79,7 +79,7 @@ func (s *Syncer) drainReplies() error {
 	for {
 		select {
 		case r := <-s.Replies:
-			errs = append(errs, fmt.Errorf("%s HyperNode %s: %w", r.Event.Type, r.Event.HyperNode.Name, r.Err))
+			errs = append(errs, r.Err)
 		default:
 			return errors.Join(errs...)
 		}
