@@ -15,10 +15,10 @@ import (
 
 func TestCleanName(t *testing.T) {
 	for in, want := range map[string]string{
-		"Rack_7.Leaf A": "rack-7-leaf-a",
-		"--x--":         "x",
-		"":              "hypernode",
-		"ÄÖ":            "hypernode",
+		"Rack_7.Leaf A":         "rack-7-leaf-a",
+		"--x--":                 "x",
+		"":                      "hypernode",
+		"ÄÖ":                    "hypernode",
 		strings.Repeat("a", 70): strings.Repeat("a", 63),
 	} {
 		assert.Equal(t, want, hypernode.CleanName(in), in)

@@ -11,7 +11,6 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/hypernodetest"
 )
 
-
 func TestNormalizeGUID(t *testing.T) {
 	g, err := fabric.NormalizeGUID("0x2C90300A0B0C0")
 	require.NoError(t, err)
@@ -45,4 +44,3 @@ func TestGroupsJoinLeavesThatShareAHost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2 spine spine-sp: leaf-a1 leaf-b1\n1 leaf leaf-a1: h1\n1 leaf leaf-b1: h2\n", hypernodetest.Render(hns))
 }
-
