@@ -85,6 +85,7 @@ bench: test-tools crds ## Benchmarks under bench/ (results and ratios land in be
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroup/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./bench/discovery/
 	$(GO) build -o $(BIN)/manager ./cmd/manager
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/lifecycle/
 
