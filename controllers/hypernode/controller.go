@@ -120,14 +120,17 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.nodes.Start(ctx.Done())
 	c.hns.Start(ctx.Done())
 	for typ, ok := range c.nodes.WaitForCacheSync(ctx.Done()) {
-		if !ok {
+		if !ok && ctx.Err() == nil {
 			return fmt.Errorf("waiting for the %v informer", typ)
 		}
 	}
 	for typ, ok := range c.hns.WaitForCacheSync(ctx.Done()) {
-		if !ok {
+		if !ok && ctx.Err() == nil {
 			return fmt.Errorf("waiting for the %v informer (is the HyperNode CRD installed?)", typ)
 		}
+	}
+	if ctx.Err() != nil {
+		return nil //nolint:nilerr // stopped before the informers synced: a clean shutdown, not a failure
 	}
 	for _, p := range c.providers {
 		eventCh := make(chan Event)

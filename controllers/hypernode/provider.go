@@ -58,6 +58,8 @@ type Reply struct {
 
 // HyperNodeInformer is the framework's view of the cluster's HyperNodes: the watch cache with the
 // framework's own completed writes laid over it, so a round that follows a write never repeats it.
+//
+//nolint:revive // the name is the one the provider interface is specified with
 type HyperNodeInformer interface {
 	// HasSynced reports whether the initial list has been received.
 	HasSynced() bool

@@ -35,7 +35,7 @@ func (s *Syncer) Sync(groups []Group, stop <-chan struct{}) (RoundResult, error)
 	if !s.Informer.WaitIdle(s.Source, stop) {
 		return res, ErrStopped
 	}
-	s.drainReplies()
+	_ = s.drainReplies() // replies of an earlier round that stopped before reading them
 	desired, err := Build(s.Source, groups, func(name string) bool {
 		hn, ok := s.Informer.Get(name)
 		return ok && hn.Labels[SourceLabel] != s.Source

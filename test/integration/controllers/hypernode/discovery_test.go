@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -132,13 +133,7 @@ func TestSwitchRenamed(t *testing.T) {
 
 func sortLines(s string) string {
 	lines := strings.Split(s, "\n")
-	for i := range lines {
-		for j := i + 1; j < len(lines); j++ {
-			if lines[j] < lines[i] {
-				lines[i], lines[j] = lines[j], lines[i]
-			}
-		}
-	}
+	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
 
@@ -243,9 +238,10 @@ networkTopologyDiscovery:
 	}
 	assert.Equal(t, before, tree(t))
 
-	// Once the API server accepts it, the difference is written, in order.
+	// Once the API server accepts it, the next round writes the difference, in order.
 	undeny()
 	mark = d.writes.Len()
+	require.NoError(t, d.round(t))
 	newLeaf := "leaf-0002c90300a00028(1/leaf,ibnetdiscover): node06 node07"
 	after := strings.Join([]string{newLeaf, leaf0, leaf1, leaf2,
 		"spine-0002c90300a00010(2/spine,ibnetdiscover): leaf-0002c90300a00028 leaf-0002c90300a00030 leaf-0002c90300a00040 leaf-0002c90300a00050"}, "\n")

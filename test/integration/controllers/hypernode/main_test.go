@@ -83,7 +83,7 @@ func (d *discovery) round(t *testing.T) error {
 	var err error
 	framework.Eventually(t, 30*time.Second, "the provider to start", func(context.Context) (bool, error) {
 		err = r.Round()
-		return err == nil || !(strings.Contains(err.Error(), "has not synced") || strings.Contains(err.Error(), "has not started")), nil
+		return err == nil || (!strings.Contains(err.Error(), "has not synced") && !strings.Contains(err.Error(), "has not started")), nil
 	})
 	return err
 }
