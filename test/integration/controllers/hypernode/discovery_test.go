@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,7 +156,7 @@ func TestHandMadeLeftAlone(t *testing.T) {
 	d := startDiscovery(t, labelConfig)
 
 	renamed := hypernode.WithHash("l0", "fabric/test.hyperbatch.dev/leaf=l0")
-	want := sortLines(strings.Replace(strings.Replace(threeTierTree, "l0(1/leaf,label)", renamed+"(1/leaf,label)", 1), "s0(2/spine,label): l0 l1", "s0(2/spine,label): l1 "+renamed, 1) +
+	want := sortLines(strings.Replace(strings.Replace(threeTierTree, "l0(1/leaf,label)", renamed+"(1/leaf,label)", 1), "s0(2/spine,label): l0 l1", "s0(2/spine,label): "+renamed+" l1", 1) +
 		"\nfrom-volcano(1/,ufm): elsewhere\nl0(1/,): elsewhere")
 	w := d.settle(t, 0, want)
 	assert.Contains(t, w, "PATCH hypernodes/"+renamed)
@@ -238,15 +239,20 @@ networkTopologyDiscovery:
 	}
 	assert.Equal(t, before, tree(t))
 
-	// Once the API server accepts it, the next round writes the difference, in order.
-	undeny()
+	// Once the API server accepts it, the next round (the provider's own retry or ours) writes the
+	// difference, in order. Refused tries of the new leaf may still come first.
 	mark = d.writes.Len()
+	undeny()
 	require.NoError(t, d.round(t))
 	newLeaf := "leaf-0002c90300a00028(1/leaf,ibnetdiscover): node06 node07"
 	after := strings.Join([]string{newLeaf, leaf0, leaf1, leaf2,
 		"spine-0002c90300a00010(2/spine,ibnetdiscover): leaf-0002c90300a00028 leaf-0002c90300a00030 leaf-0002c90300a00040 leaf-0002c90300a00050"}, "\n")
-	assert.Equal(t, []string{"PATCH hypernodes/leaf-0002c90300a00028", "PATCH hypernodes/spine-0002c90300a00010", "DELETE hypernodes/leaf-0002c90300a00060"},
-		d.settle(t, mark, after))
+	w := d.settle(t, mark, after)
+	require.GreaterOrEqual(t, len(w), 3)
+	assert.Equal(t, []string{"PATCH hypernodes/leaf-0002c90300a00028", "PATCH hypernodes/spine-0002c90300a00010", "DELETE hypernodes/leaf-0002c90300a00060"}, w[len(w)-3:])
+	for _, x := range w[:len(w)-3] {
+		assert.Equal(t, "PATCH hypernodes/leaf-0002c90300a00028", x)
+	}
 }
 
 // denyHyperNode installs a ValidatingAdmissionPolicy that refuses writes of the HyperNode named name,
@@ -291,7 +297,9 @@ func denyHyperNode(t *testing.T, name string) (undeny func()) {
 		_ = env.Client.Delete(context.Background(), binding)
 		_ = env.Client.Delete(context.Background(), vap)
 		framework.Eventually(t, 20*time.Second, "the policy to let "+name+" through", func(ctx context.Context) (bool, error) {
-			return probe(ctx) == nil, nil
+			// The provider's own retry may have created it already.
+			err := probe(ctx)
+			return err == nil || apierrors.IsAlreadyExists(err), nil
 		})
 	}
 	t.Cleanup(undeny)
