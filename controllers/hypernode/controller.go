@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -180,22 +181,10 @@ func nodeHandler(fn func(old, cur *corev1.Node)) cache.ResourceEventHandler {
 		AddFunc: func(o any) { fn(nil, node(o)) },
 		UpdateFunc: func(o, n any) {
 			a, b := node(o), node(n)
-			if a != nil && b != nil && !equalLabels(a.Labels, b.Labels) {
+			if a != nil && b != nil && !maps.Equal(a.Labels, b.Labels) {
 				fn(a, b)
 			}
 		},
 		DeleteFunc: func(o any) { fn(node(o), nil) },
 	}
-}
-
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

@@ -28,17 +28,7 @@ import (
 
 var env *framework.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		var err error
-		if env, err = framework.Start(framework.Options{}); err != nil {
-			fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-			return 1
-		}
-		defer func() { _ = env.Stop() }()
-		return m.Run()
-	}())
-}
+func TestMain(m *testing.M) { os.Exit(framework.RunMain(m, &env)) }
 
 // discovery is one running discovery controller and the writes it made.
 type discovery struct {
