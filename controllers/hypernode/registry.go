@@ -25,6 +25,17 @@ type Registry map[string]Constructor
 // config.DecodeStrict) and fails with an error naming the field.
 type Constructor func(src config.Source, deps Deps) (Provider, error)
 
+// Adapt turns a constructor that returns a concrete provider type into a Constructor.
+func Adapt[P Provider](f func(config.Source, Deps) (P, error)) Constructor {
+	return func(src config.Source, deps Deps) (Provider, error) {
+		p, err := f(src, deps)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
 // Deps are what the framework gives a provider.
 type Deps struct {
 	// Nodes lists the cluster's Nodes (name and labels only) from the framework's informer.

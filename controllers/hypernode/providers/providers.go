@@ -11,8 +11,8 @@ import (
 // Builtin returns the registry of the providers compiled into hyperbatch.
 func Builtin() hypernode.Registry {
 	return hypernode.Registry{
-		label.Source:         label.New,
-		ibnetdiscover.Source: ibnetdiscover.New,
-		ufm.Source:           ufm.New,
+		label.Source:         hypernode.Adapt(label.NewProvider),
+		ibnetdiscover.Source: hypernode.Adapt(ibnetdiscover.NewProvider),
+		ufm.Source:           hypernode.Adapt(ufm.NewProvider),
 	}
 }

@@ -63,11 +63,6 @@ type Provider struct {
 	deps  hypernode.Deps
 }
 
-// New is the provider's constructor (hypernode.Constructor).
-func New(src config.Source, deps hypernode.Deps) (hypernode.Provider, error) {
-	return NewProvider(src, deps)
-}
-
 // NewProvider builds the provider from its config entry.
 func NewProvider(src config.Source, deps hypernode.Deps) (*Provider, error) {
 	types, err := ParseConfig(src.Config)

@@ -50,11 +50,6 @@ type Provider struct {
 	fetchedAt time.Time
 }
 
-// New is the provider's constructor (hypernode.Constructor).
-func New(src config.Source, deps hypernode.Deps) (hypernode.Provider, error) {
-	return NewProvider(src, deps)
-}
-
 // NewProvider builds the provider from its config entry.
 func NewProvider(src config.Source, deps hypernode.Deps) (*Provider, error) {
 	var c Config
