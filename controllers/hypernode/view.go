@@ -62,7 +62,10 @@ func (v *view) observed(o any, deleted bool) {
 		switch {
 		case deleted && (w.deleted == hn.UID || (w.obj != nil && w.obj.UID == hn.UID)):
 			delete(v.written, hn.Name)
-		case !deleted && w.obj != nil && !olderThan(hn.ResourceVersion, w.obj.ResourceVersion):
+		case !deleted && w.obj == nil:
+			// Created again after our delete (by anyone): the watch now knows better.
+			delete(v.written, hn.Name)
+		case !deleted && !olderThan(hn.ResourceVersion, w.obj.ResourceVersion):
 			delete(v.written, hn.Name)
 		}
 	}
