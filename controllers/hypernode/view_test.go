@@ -12,8 +12,9 @@ import (
 	topologylisters "volcano.sh/apis/pkg/client/listers/topology/v1alpha1"
 )
 
-func object(name, source, rv string, uid types.UID) *topologyv1alpha1.HyperNode {
-	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv, UID: uid}}
+// object is the HyperNode "a" as seen at resource version rv.
+func object(source, rv string, uid types.UID) *topologyv1alpha1.HyperNode {
+	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: rv, UID: uid}}
 	if source != "" {
 		hn.Labels = map[string]string{SourceLabel: source}
 	}
@@ -29,16 +30,16 @@ func TestViewOverlay(t *testing.T) {
 	v.synced = func() bool { return true }
 
 	// Our apply returned RV 5; the watch has not delivered it.
-	v.wrote("a", object("a", "label", "5", "u1"), "")
+	v.wrote("a", object("label", "5", "u1"), "")
 	got, ok := v.Get("a")
 	require.True(t, ok)
 	assert.Equal(t, "5", got.ResourceVersion)
 	assert.Len(t, v.List("label"), 1)
 	// An older event does not drop it; the event with its RV does.
-	v.observed(object("a", "label", "4", "u1"), false)
+	v.observed(object("label", "4", "u1"), false)
 	assert.Contains(t, v.written, "a")
-	require.NoError(t, idx.Add(object("a", "label", "5", "u1")))
-	v.observed(object("a", "label", "5", "u1"), false)
+	require.NoError(t, idx.Add(object("label", "5", "u1")))
+	v.observed(object("label", "5", "u1"), false)
 	assert.NotContains(t, v.written, "a")
 	assert.Len(t, v.List("label"), 1)
 
@@ -48,8 +49,8 @@ func TestViewOverlay(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, v.List("label"))
 	// ... and a HyperNode created by someone else under that name afterwards is seen at once.
-	require.NoError(t, idx.Update(object("a", "", "9", "u2")))
-	v.observed(object("a", "", "9", "u2"), false)
+	require.NoError(t, idx.Update(object("", "9", "u2")))
+	v.observed(object("", "9", "u2"), false)
 	got, ok = v.Get("a")
 	require.True(t, ok)
 	assert.Equal(t, types.UID("u2"), got.UID)
