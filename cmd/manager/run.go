@@ -59,6 +59,7 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 		}
 		c, err := hypernode.New(m.GetConfig(), hypernode.Options{
 			Config: file, Registry: providers.Builtin(), Log: ctrl.Log.WithName("hypernode-discovery"),
+			Events: m.GetEventRecorderFor("hypernode-discovery"),
 		})
 		if err != nil {
 			return err

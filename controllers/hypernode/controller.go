@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 
@@ -27,6 +28,7 @@ import (
 // +kubebuilder:rbac:groups=topology.volcano.sh,resources=hypernodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // replyBuffer is the capacity of each provider's reply channel; the writer never blocks on it.
 const replyBuffer = 16
@@ -53,6 +55,8 @@ type Options struct {
 	Registry Registry
 	// Log is the controller's logger.
 	Log logr.Logger
+	// Events is given to the providers (Deps.Events); nil records none.
+	Events record.EventRecorder
 	// WriteRetries and WriteRetryDelay shorten the write backoff (tests); zero keeps 5 tries from 200ms.
 	WriteRetries    int
 	WriteRetryDelay time.Duration
@@ -84,6 +88,7 @@ func New(cfg *rest.Config, o Options) (*Controller, error) {
 		Nodes:       nodeInf.Lister(),
 		NodesSynced: nodeInf.Informer().HasSynced,
 		Kube:        kube,
+		Events:      o.Events,
 		OnNodeChange: func(fn func(old, cur *corev1.Node)) {
 			_, _ = nodeInf.Informer().AddEventHandler(nodeHandler(fn))
 		},

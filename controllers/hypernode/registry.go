@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
 )
@@ -48,6 +49,9 @@ type Deps struct {
 	Kube kubernetes.Interface
 	// Log is the provider's logger.
 	Log logr.Logger
+	// Events records Kubernetes Events where an operator would look (a Node with conflicting
+	// labels); nil records none.
+	Events record.EventRecorder
 }
 
 // Names lists the registered sources.

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
@@ -61,6 +64,9 @@ type Provider struct {
 	*hypernode.Runner
 	types []TopologyType
 	deps  hypernode.Deps
+
+	mu       sync.Mutex
+	reported map[string]string // node → the conflict last reported on it
 }
 
 // NewProvider builds the provider from its config entry.
@@ -72,7 +78,7 @@ func NewProvider(src config.Source, deps hypernode.Deps) (*Provider, error) {
 	if deps.Nodes == nil {
 		return nil, errors.New("the label source needs a Node lister")
 	}
-	p := &Provider{types: types, deps: deps}
+	p := &Provider{types: types, deps: deps, reported: map[string]string{}}
 	p.Runner = hypernode.NewRunner(Source, src.Period(), p.Discover, deps.Log)
 	if deps.OnNodeChange != nil {
 		deps.OnNodeChange(func(old, cur *corev1.Node) {
@@ -180,7 +186,9 @@ func (p *Provider) Discover() ([]hypernode.Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
-	return GroupNodes(p.types, nodes)
+	groups, err := GroupNodes(p.types, nodes)
+	p.report(err)
+	return groups, err
 }
 
 // GroupNodes is Discover on a given list of Nodes.
@@ -223,8 +231,7 @@ func GroupNodes(types []TopologyType, nodes []*corev1.Node) ([]hypernode.Group, 
 						c.parent, c.parentVia = id, n.Name
 					case c.parent != id && !conflicted[below]:
 						conflicted[below] = true
-						errs = append(errs, fmt.Errorf("type %s: %s sits under %s on node %s but under %s on node %s; fix the node labels",
-							t.Name, below, c.parent, c.parentVia, id, n.Name))
+						errs = append(errs, &ConflictError{Type: t.Name, Child: below, Parent: c.parent, ParentNode: c.parentVia, Other: id, OtherNode: n.Name})
 					}
 				}
 				below = id
@@ -239,6 +246,60 @@ func GroupNodes(types []TopologyType, nodes []*corev1.Node) ([]hypernode.Group, 
 		out = append(out, *byID[id].g)
 	}
 	return out, nil
+}
+
+// ConflictError reports one HyperNode whose nodes name two different parents.
+type ConflictError struct {
+	Type, Child        string
+	Parent, ParentNode string
+	Other, OtherNode   string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("type %s: %s sits under %s on node %s but under %s on node %s; fix the node labels",
+		e.Type, e.Child, e.Parent, e.ParentNode, e.Other, e.OtherNode)
+}
+
+// ConflictReason is the reason of the Warning Event a Node gets when its labels conflict.
+const ConflictReason = "HyperNodeLabelConflict"
+
+// report posts one Warning Event per conflict on the node that disagrees with the first one seen,
+// once per distinct message (a failed round is retried; the same Event again would only feed the
+// recorder's spam filter).
+func (p *Provider) report(err error) {
+	if p.deps.Events == nil {
+		return
+	}
+	seen := map[string]bool{}
+	var errs interface{ Unwrap() []error }
+	list := []error{err}
+	if errors.As(err, &errs) {
+		list = errs.Unwrap()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range list {
+		var c *ConflictError
+		if !errors.As(e, &c) {
+			continue
+		}
+		msg := c.Error()
+		seen[c.OtherNode] = true
+		if p.reported[c.OtherNode] == msg {
+			continue
+		}
+		p.reported[c.OtherNode] = msg
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.OtherNode, UID: types.UID(c.OtherNode)}}
+		if n, err := p.deps.Nodes.Get(c.OtherNode); err == nil {
+			node = n
+		}
+		p.deps.Events.Event(node, corev1.EventTypeWarning, ConflictReason, msg)
+	}
+	for n := range p.reported {
+		if !seen[n] {
+			delete(p.reported, n)
+		}
+	}
 }
 
 // tierName is the label key's name part: network.topology.nvidia.com/leaf → leaf.

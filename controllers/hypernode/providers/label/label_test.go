@@ -1,13 +1,20 @@
 package label_test
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/go-logr/logr"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
+	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/hypernodetest"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/providers/label"
 )
@@ -113,4 +120,55 @@ func TestConfigErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
+}
+
+// A conflict is reported as one Warning Event on the node that disagrees, once per distinct
+// conflict however often the round is retried, and again when it comes back after a fix.
+func TestConflictEvents(t *testing.T) {
+	raw := map[string]any{"networkTopologyTypes": map[string]any{"t": []any{
+		map[string]any{"nodeLabel": "spine"}, map[string]any{"nodeLabel": "leaf"}, map[string]any{"nodeLabel": "kubernetes.io/hostname"},
+	}}}
+	bad := []*corev1.Node{labelled("a", "leaf", "l", "spine", "s1"), labelled("b", "leaf", "l", "spine", "s2")}
+	good := []*corev1.Node{labelled("a", "leaf", "l", "spine", "s1"), labelled("b", "leaf", "l", "spine", "s1")}
+	rec := record.NewFakeRecorder(10)
+	nodes := bad
+	p, err := label.NewProvider(config.Source{Source: label.Source, Config: raw},
+		hypernode.Deps{Nodes: listerFunc(func() []*corev1.Node { return nodes }), Events: rec, Log: logr.Discard()})
+	require.NoError(t, err)
+
+	for i := 0; i < 3; i++ {
+		_, err = p.Discover()
+		require.Error(t, err)
+	}
+	nodes = good
+	_, err = p.Discover()
+	require.NoError(t, err)
+	nodes = bad
+	_, err = p.Discover()
+	require.Error(t, err)
+
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	require.Len(t, got, 2)
+	for _, e := range got {
+		assert.True(t, strings.HasPrefix(e, "Warning "+label.ConflictReason+" type t: "), e)
+		assert.Contains(t, e, "on node b")
+	}
+}
+
+// listerFunc serves the current result of nodes.
+type listerFunc func() []*corev1.Node
+
+func (f listerFunc) List(labels.Selector) ([]*corev1.Node, error) { return f(), nil }
+
+func (f listerFunc) Get(name string) (*corev1.Node, error) {
+	for _, n := range f() {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("nodes"), name)
 }
