@@ -7,6 +7,8 @@ SHELL := /usr/bin/env bash
 BIN        := $(CURDIR)/bin
 GO         ?= go
 NODES      ?= 16
+# DISCOVER=1: `make run` lets the manager's HyperNode discovery build the tree from the node labels.
+DISCOVER   ?=
 TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
@@ -58,7 +60,7 @@ test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECO
 
 .PHONY: run
 run: test-tools crds build ## Start the local cluster with hyperbatch and a demo workload (stop it with `make down`).
-	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN)
+	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover)
 
 .PHONY: down
 down: ## Stop everything `make run` started.
@@ -83,6 +85,7 @@ bench: test-tools crds ## Benchmarks under bench/ (results and ratios land in be
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroup/
+	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./bench/discovery/
 	$(GO) build -o $(BIN)/manager ./cmd/manager
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/lifecycle/
 

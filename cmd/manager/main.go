@@ -35,6 +35,7 @@ func main() {
 	fs.StringVar(&o.certSecret, "cert-secret-name", "hyperbatch-webhook-tls", "Secret in --namespace holding the webhook CA and serving certificate")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit of the manager's requests to the apiserver, in queries per second; 0 keeps the kubeconfig's (controller-runtime: no client-side limit when it sets none), -1 disables it")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "burst above --kube-api-qps")
+	fs.StringVar(&o.discoveryConfig, "discovery-config", "", "HyperNode discovery configuration file in Volcano's network-topology discovery format (the value of volcano-controller.conf; docs/discovery.md); empty turns discovery off")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()

@@ -16,6 +16,9 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/certs"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
+	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
+	"github.com/hyperbatch/hyperbatch/controllers/hypernode/providers"
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/namespacelabel"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
@@ -44,6 +47,25 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 		}
 		return r.SetupWithManager(m)
 	},
+	// HyperNode discovery from the sources in --discovery-config (off without it).
+	"hypernode": func(m ctrl.Manager, o options) error {
+		if o.discoveryConfig == "" {
+			ctrl.Log.Info("HyperNode discovery is off: no --discovery-config")
+			return nil
+		}
+		file, err := config.Load(o.discoveryConfig)
+		if err != nil {
+			return err
+		}
+		c, err := hypernode.New(m.GetConfig(), hypernode.Options{
+			Config: file, Registry: providers.Builtin(), Log: ctrl.Log.WithName("hypernode-discovery"),
+			Events: m.GetEventRecorderFor("hypernode-discovery"),
+		})
+		if err != nil {
+			return err
+		}
+		return m.Add(c)
+	},
 }
 
 type options struct {
@@ -62,6 +84,8 @@ type options struct {
 	certSecret     string
 	kubeAPIQPS     float64
 	kubeAPIBurst   int
+	// discoveryConfig is the HyperNode discovery configuration file (Volcano's format).
+	discoveryConfig string
 }
 
 // Leader election, in hyperbatch's own namespace (config/rbac is generated from this marker).

@@ -60,6 +60,9 @@ var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager"
 type upOptions struct {
 	nodes  int
 	noDemo bool
+	// discover lets the manager's HyperNode discovery build the tree from the node labels instead
+	// of writing the fixed sample.
+	discover bool
 	neighbourOptions
 }
 
@@ -125,6 +128,12 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	if err != nil {
 		return err
 	}
+	if o.discover {
+		if err := l.writeDiscoveryConfig(); err != nil {
+			return err
+		}
+		cs.Manager.Args = append(cs.Manager.Args, "--discovery-config="+l.discoveryConfigFile())
+	}
 	if err := l.checkNeighbourTools(cs, o.neighbourOptions); err != nil {
 		return err
 	}
@@ -155,7 +164,7 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := k.createTopology(ctx, topo); err != nil {
+	if err := k.createTopology(ctx, topo, !o.discover); err != nil {
 		return err
 	}
 	if err := k.waitDefaultServiceAccount(ctx); err != nil {
@@ -166,6 +175,11 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	}
 	if err := s.startAll(ctx, append([]component{cs.Manager, cs.Scheduler}, cs.neighbours(o.neighbourOptions)...)...); err != nil {
 		return err
+	}
+	if o.discover {
+		if err := k.waitDiscoveredTree(ctx, topo); err != nil {
+			return err
+		}
 	}
 	if !o.noVolcano {
 		if err := k.createQueues(ctx); err != nil {

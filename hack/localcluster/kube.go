@@ -55,9 +55,9 @@ func newKube(l layout) (*kube, error) {
 	return &kube{l: l, c: c}, nil
 }
 
-// createTopology creates the system namespace, the kwok nodes and the HyperNode tree, then waits
-// until kwok reports every node Ready.
-func (k *kube) createTopology(ctx context.Context, t topology) error {
+// createTopology creates the system namespace, the kwok nodes and (unless discovery builds it) the
+// HyperNode tree, then waits until kwok reports every node Ready.
+func (k *kube) createTopology(ctx context.Context, t topology, hyperNodes bool) error {
 	begin := time.Now()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}
 	if err := k.c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -78,6 +78,10 @@ func (k *kube) createTopology(ctx context.Context, t topology) error {
 	}
 	step("created %d kwok nodes (%s)", len(t.Nodes), since(begin))
 
+	if !hyperNodes {
+		step("HyperNodes: left to the manager's discovery (--discover), from the nodes' %s, %s and %s labels", labelLeaf, labelSpine, labelTop)
+		return k.waitNodesReady(ctx, len(t.Nodes))
+	}
 	begin = time.Now()
 	groups := t.groups()
 	err = parallel(ctx, len(groups), func(ctx context.Context, i int) error {

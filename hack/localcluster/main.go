@@ -4,7 +4,7 @@
 // controller (neighbours.go).
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
-//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset]
+//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
 //
@@ -61,6 +61,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		portBase *int
 		nodes    *int
 		noDemo   *bool
+		discover *bool
 		nb       neighbourOptions
 	)
 	switch cmd {
@@ -69,6 +70,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		portBase = fs.Int("port-base", 16443, "first of 13 consecutive loopback ports (kube-apiserver gets this one)")
 		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
 		noDemo = fs.Bool("no-demo", false, "skip the acceptance checks (a hyperbatch-scheduler pod must become Running; with Volcano, a Volcano Job must complete)")
+		discover = fs.Bool("discover", false, "let the manager's HyperNode discovery build the tree from the kwok nodes' topology labels (Volcano's label source) instead of writing the fixed sample tree")
 		fs.BoolVar(&nb.noVolcano, "no-volcano", false, "do not start Volcano's controller-manager and webhook-manager (nor create Volcano Queues)")
 		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
 		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
@@ -92,7 +94,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	}
 	switch cmd {
 	case "up":
-		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, neighbourOptions: nb})
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, neighbourOptions: nb})
 	case "down":
 		return down(l)
 	default:

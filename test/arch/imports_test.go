@@ -32,6 +32,9 @@ var rules = []struct {
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
 	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme"}},
+	// HyperNode discovery: the framework, its config and fabric packages and the providers import
+	// one another, never another controller.
+	{"controllers/hypernode", []string{"controllers/hypernode"}},
 	{"certs", nil},
 	{"scheduler-plugin/", []string{"scheduler-plugin/"}},
 }

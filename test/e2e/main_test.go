@@ -80,7 +80,7 @@ func startLocalCluster() (string, func(), error) {
 		}
 	}
 	down() // leftovers of an interrupted run
-	if err := run("up", "--dir", dir, "--bin", bin, "--port-base", "17443", "--nodes", "16", "--no-demo"); err != nil {
+	if err := run("up", "--dir", dir, "--bin", bin, "--port-base", "17443", "--nodes", "16", "--no-demo", "--discover"); err != nil {
 		down()
 		return "", nil, fmt.Errorf("hack/localcluster up (logs in %s/logs): %w", dir, err)
 	}

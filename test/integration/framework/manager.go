@@ -46,3 +46,20 @@ func RunControllerMain(m *testing.M, envp **Env, setup func(manager.Manager) err
 	}
 	return code
 }
+
+// RunMain is a TestMain for tests that start their own controllers: it starts the control plane
+// into *envp, runs the tests and stops it. It returns the process exit code.
+func RunMain(m *testing.M, envp **Env) int {
+	env, err := Start(Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
+		return 1
+	}
+	*envp = env
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+	}()
+	return m.Run()
+}

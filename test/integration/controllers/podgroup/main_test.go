@@ -5,10 +5,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -22,7 +19,7 @@ import (
 
 var (
 	env    *framework.Env
-	writes = &writeCounter{byPath: map[string]int{}}
+	writes = framework.NewWriteCounter()
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -54,41 +51,3 @@ func run(m *testing.M) int {
 	}
 	return code
 }
-
-// writeCounter counts the mutating requests (POST, PUT, PATCH, DELETE) the controller's client sends,
-// by resource kind and name ("podgroups/<name>", "jobsets/<name>"), at the HTTP transport.
-type writeCounter struct {
-	mu     sync.Mutex
-	byPath map[string]int
-}
-
-func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		switch req.Method {
-		case http.MethodGet, http.MethodHead, http.MethodOptions:
-		default:
-			parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
-			if len(parts) >= 2 {
-				key := parts[len(parts)-2] + "/" + parts[len(parts)-1]
-				if parts[len(parts)-1] == "status" && len(parts) >= 3 {
-					key = parts[len(parts)-3] + "/" + parts[len(parts)-2]
-				}
-				w.mu.Lock()
-				w.byPath[key]++
-				w.mu.Unlock()
-			}
-		}
-		return next.RoundTrip(req)
-	})
-}
-
-// For is the number of writes to kind ("podgroups", "jobsets") named name.
-func (w *writeCounter) For(kind, name string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.byPath[kind+"/"+name]
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
