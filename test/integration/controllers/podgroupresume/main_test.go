@@ -1,0 +1,121 @@
+// Package podgroupresume tests the order "PodGroup before the first pod" of a JobSet gang against
+// the real JobSet controller (sigs.k8s.io/jobset v0.10.1) and kube-controller-manager's Job
+// controller, with hyperbatch's webhooks served to the apiserver (the JobSet defaulting that puts
+// the pods in the gang, and the PodGroup gate on the JobSet's pods) and controllers/podgroup in a
+// manager of its own, whose PodGroup writes the test can hold at the HTTP transport to play a slow
+// controller.
+package podgroupresume
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+var (
+	env  *framework.WebhookEnv
+	hold = newWriteHold()
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = framework.StartWithWebhooks(framework.WebhookEnvOptions{}); err != nil {
+		fmt.Fprintf(os.Stderr, "control plane with webhooks did not start: %v\n", err)
+		return 1
+	}
+	defer env.Stop()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(hold.RoundTrip)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err == nil {
+		err = podgroup.NewReconciler(mgr).SetupWithManager(mgr)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "setting up the podgroup controller: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	hold.Release()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+	}
+	return code
+}
+
+// writeHold delays the podgroup controller's PodGroup writes (POST, PATCH) while it is held: the
+// request waits at the transport until Release, as a controller that is slow or not running would
+// leave the PodGroup missing.
+type writeHold struct {
+	mu      sync.Mutex
+	held    chan struct{} // nil: not held; closed by Release
+	blocked int           // writes that waited
+}
+
+func newWriteHold() *writeHold { return &writeHold{} }
+
+// Hold makes the next PodGroup writes wait until Release.
+func (h *writeHold) Hold() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.held, h.blocked = make(chan struct{}), 0
+}
+
+// Release lets the held writes (and every later one) through.
+func (h *writeHold) Release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held != nil {
+		close(h.held)
+		h.held = nil
+	}
+}
+
+// Blocked is the number of PodGroup writes that waited since Hold.
+func (h *writeHold) Blocked() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.blocked
+}
+
+func (h *writeHold) RoundTrip(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if (req.Method == http.MethodPatch || req.Method == http.MethodPost) && strings.Contains(req.URL.Path, "/podgroups") {
+			h.mu.Lock()
+			held := h.held
+			if held != nil {
+				h.blocked++
+			}
+			h.mu.Unlock()
+			if held != nil {
+				select {
+				case <-held:
+				case <-req.Context().Done():
+					return nil, req.Context().Err()
+				}
+			}
+		}
+		return next.RoundTrip(req)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
