@@ -29,6 +29,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -173,6 +175,55 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	}
 	p.cleanup = cleanup
 	return p, nil
+}
+
+// TrainerNamespace and TrainerWebhookConfiguration are what Kubeflow Trainer v2.0.0's controller
+// manager expects to exist (pkg/util/cert, cmd/trainer-controller-manager): it keeps its webhook
+// certificate in a Secret of the namespace it runs in (kubeflow-system outside a pod) and injects its
+// CA into that ValidatingWebhookConfiguration. StartTrainerController creates both.
+const (
+	TrainerNamespace            = "kubeflow-system"
+	TrainerWebhookConfiguration = "validator.trainer.kubeflow.org"
+)
+
+// StartTrainerController starts Kubeflow Trainer's controller manager (trainer-controller-manager,
+// github.com/kubeflow/trainer/v2 v2.0.0): its TrainJob controller turns TrainJobs into JobSets. The
+// namespace and webhook configuration it expects are created first; the configuration has no
+// webhooks, so the apiserver never calls Trainer's validating webhooks (their certificate is for a
+// Service name, not loopback) and TrainJobs are admitted unvalidated. Its webhook server and probes
+// listen on free loopback ports; its certificates go to the fixed directory the binary uses
+// (/tmp/k8s-webhook-server/serving-certs).
+func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", o.Kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", o.Kubeconfig, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TrainerNamespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s for Trainer: %w", TrainerNamespace, err)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TrainerWebhookConfiguration}}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + loopback(health),
+		"--webhook-server-port=" + strconv.Itoa(webhook), "--metrics-bind-address=0", "--zap-log-level=info"}
+	return start(ctx, o, "trainer-controller-manager", args, httpOK("http://"+loopback(health)+"/readyz"))
 }
 
 // registerJobSetWebhooks registers the JobSet webhooks (paths and rules from the kubebuilder markers

@@ -1,4 +1,4 @@
-package podgroupresume
+package podgroupneighbours
 
 import (
 	"context"

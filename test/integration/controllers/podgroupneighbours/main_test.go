@@ -1,16 +1,17 @@
-// Package podgroupresume tests the order "PodGroup before the first pod" of a JobSet gang against
-// the real JobSet controller (sigs.k8s.io/jobset v0.10.1) and kube-controller-manager's Job
-// controller, with hyperbatch's webhooks served to the apiserver (the JobSet defaulting that puts
-// the pods in the gang, and the PodGroup gate on the JobSet's pods) and controllers/podgroup in a
-// manager of its own, whose PodGroup writes the test can hold at the HTTP transport to play a slow
-// controller.
-package podgroupresume
+// Package podgroupneighbours tests JobSet gangs with the real neighbours: the order "PodGroup before
+// the first pod" with the JobSet controller (sigs.k8s.io/jobset v0.10.1) and kube-controller-manager's
+// Job controller, and a TrainJob that Kubeflow Trainer's controller (v2.0.0) turns into a JobSet.
+// hyperbatch's webhooks are served to the apiserver (the JobSet defaulting that puts the pods in the
+// gang, and the PodGroup gate on the JobSet's pods) and controllers/podgroup runs in a manager of its
+// own, whose PodGroup writes the test can hold at the HTTP transport to play a slow controller.
+package podgroupneighbours
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +34,9 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	var err error
-	if env, err = framework.StartWithWebhooks(framework.WebhookEnvOptions{}); err != nil {
+	// Trainer's CRDs (and the scheduler-plugins PodGroup its controller watches) beside the usual ones.
+	crds := append(framework.DefaultCRDDirs(), filepath.Join(framework.RepoRoot(), "_output", "crds", "trainer"))
+	if env, err = framework.StartWithWebhooks(framework.WebhookEnvOptions{CRDDirs: crds}); err != nil {
 		fmt.Fprintf(os.Stderr, "control plane with webhooks did not start: %v\n", err)
 		return 1
 	}
