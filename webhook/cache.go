@@ -20,7 +20,7 @@ import (
 
 // deps is what every handler shares: the cached reader and the compiled policies.
 type deps struct {
-	reader   reader
+	reader reader
 	// live reads from the apiserver where a cache miss must be confirmed (the PodGroup gate); nil
 	// (unit tests, whose fake reader is already live): the cache's answer stands.
 	live     reader

@@ -306,7 +306,7 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 // Journey (b): a JobSet with two replicatedJobs. The policy's scheduler, queue and TTL are filled, the
 // JobSet controller creates the Jobs, kube-controller-manager the pods, hyperbatch-scheduler binds
 // them, kwok completes them, the JobSet ends Completed and the JobSet controller deletes it after its
-// TTL. (Gang placement of JobSets comes with the JobSet PodGroup work; here: defaults and scheduling.)
+// TTL. (Gang placement of a JobSet: jobsetgang_test.go; here: defaults and scheduling.)
 func TestJourneyJobSet(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns

@@ -356,7 +356,7 @@ func TestNoWritesOnResyncWithNetworkTopology(t *testing.T) {
 	nsObj := &corev1.Namespace{}
 	require.NoError(t, env.Client.Get(ctx(t), client.ObjectKey{Name: polNS}, nsObj))
 	update(t, nsObj, func() { nsObj.Labels = map[string]string{"pg-topology": polNS} })
-	pol := builders.MakePolicy("pg-topology-" + polNS).Selector("pg-topology", polNS).Obj()
+	pol := builders.MakePolicy("pg-topology-"+polNS).Selector("pg-topology", polNS).Obj()
 	pol.Spec.Defaults.NetworkTopology = &hbv1.NetworkTopology{HighestTierName: "rack"}
 	require.NoError(t, env.Client.Create(ctx(t), pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
