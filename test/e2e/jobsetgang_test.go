@@ -17,14 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
-	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 const (
@@ -181,32 +179,12 @@ func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup
 	return pg
 }
 
-func scheduledBy(t *testing.T, ns string) map[string]int {
-	t.Helper()
-	var events corev1.EventList
-	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
-	out := map[string]int{}
-	for _, e := range events.Items {
-		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
-			by := e.ReportingController
-			if by == "" {
-				by = e.Source.Component
-			}
-			out[by]++
-		}
-	}
-	return out
-}
-
 // hyperbatch-scheduler places the 4 × 8 JobSet inside one HyperNode of the lowest tier that can
 // hold 32 pods of 2 GPUs, read from the HyperNode tree and the nodes' free GPUs before it is created.
 func TestJobSetGangInOneHyperNode(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "gang-" + ns
-	ensureQueue(t, queue)
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
-	})
+	openQueue(t, queue)
 	tree := readHyperNodeTree(t)
 	tier := lowestFeasibleTier(t, tree, podsThatFit(t))
 
@@ -251,22 +229,10 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 // (Volcano's group-min-member annotation), Volcano's scheduler marks the PodGroup Unschedulable and
 // binds none of the 32 pods; once the annotation is removed the PodGroup says 32 and all are bound.
 func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(vs.LogTail(40))
-		}
-		assert.NoError(t, vs.Stop())
-	})
+	vs := startVolcanoScheduler(t)
 	ns := testNamespace(t)
 	queue := "gang-" + ns
-	ensureQueue(t, queue)
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
-	})
+	openQueue(t, queue)
 
 	text := gangJobSetManifest(ns, "gang", "volcano", queue)
 	text = strings.Replace(text, "  annotations:\n", "  annotations:\n    "+minMemberAnnotation+": \"33\"\n", 1)

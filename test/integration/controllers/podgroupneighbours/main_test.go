@@ -7,7 +7,6 @@
 package podgroupneighbours
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,11 +16,9 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -43,21 +40,14 @@ func run(m *testing.M) int {
 	defer env.Stop()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(hold.RoundTrip)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err == nil {
-		err = podgroup.NewReconciler(mgr).SetupWithManager(mgr)
-	}
+	stop, err := framework.StartManager(cfg, func(mgr manager.Manager) error { return podgroup.NewReconciler(mgr).SetupWithManager(mgr) })
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "setting up the podgroup controller: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	code := m.Run()
 	hold.Release()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 	}
 	return code
@@ -99,7 +89,7 @@ func (h *writeHold) Blocked() int {
 }
 
 func (h *writeHold) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if (req.Method == http.MethodPatch || req.Method == http.MethodPost) && strings.Contains(req.URL.Path, "/podgroups") {
 			h.mu.Lock()
 			held := h.held
@@ -118,7 +108,3 @@ func (h *writeHold) RoundTrip(next http.RoundTripper) http.RoundTripper {
 		return next.RoundTrip(req)
 	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
