@@ -223,6 +223,8 @@ func TestResumeCreatesPodGroupBeforePods(t *testing.T) {
 	ns := namespace(t)
 	lr := cpuDefault(ns, "100m")
 	require.NoError(t, env.Client.Create(ctx, lr))
+	before, err := framework.ReconcileTotal("podgroup")
+	require.NoError(t, err)
 	js := gangJobSet(ns, "train", 2, 2)
 	require.NoError(t, env.Client.Create(ctx, js))
 	require.Equal(t, "train", js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[defaults.GroupNameAnnotation],
@@ -241,8 +243,6 @@ func TestResumeCreatesPodGroupBeforePods(t *testing.T) {
 		}
 		return len(jobs.Items) == 2, nil
 	})
-	before, err := framework.ReconcileTotal("podgroup")
-	require.NoError(t, err)
 	framework.Eventually(t, wait, "a podgroup reconcile of the suspended JobSet", func(context.Context) (bool, error) {
 		n, err := framework.ReconcileTotal("podgroup")
 		return n > before, err
