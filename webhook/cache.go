@@ -26,6 +26,8 @@ type deps struct {
 	live     reader
 	policies *policyCache
 	nsWait   time.Duration
+	// noPodGroupGate: controllers/podgroup does not run, so the PodGroup gate admits every pod.
+	noPodGroupGate bool
 
 	// Namespaces and PriorityClasses straight from their informers' stores (Setup wires them): the
 	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit

@@ -42,12 +42,13 @@ const ReasonPodGroupMissing = "PodGroupMissing"
 // (defaults.JobSetIsGang, the rule controllers/podgroup uses). It reads the PodGroup from the
 // cache and, on a miss, from the apiserver (a PodGroup created a moment ago may not be cached yet),
 // so it never refuses a pod whose PodGroup exists. Every other pod, and a pod of a JobSet that is
-// gone or is not a gang, passes.
+// gone or is not a gang, passes; so does every pod when Options.NoPodGroupGate says that
+// controllers/podgroup does not run.
 func (d *deps) jobSetPodGate() admission.Handler {
 	return &validator[*corev1.Pod]{
 		handlerBase: base[corev1.Pod](d, kindJobSetPod),
 		check: func(ctx context.Context, c *checker, pod, _ *corev1.Pod, update bool) error {
-			if update {
+			if update || d.noPodGroupGate {
 				return nil
 			}
 			name := pod.Labels[jobsetv1alpha2.JobSetNameKey]

@@ -79,6 +79,15 @@ func TestJobSetPodGate(t *testing.T) {
 	assert.True(t, resp.Allowed, "denied with the PodGroup present: %+v", resp.Result)
 }
 
+// Without controllers/podgroup (Options.NoPodGroupGate) the gate admits every pod.
+func TestJobSetPodGateOff(t *testing.T) {
+	d := testDeps(t, namespace("a", nil, nil), gateJobSet("gang", defaults.HyperbatchSchedulerName, nil))
+	d.noPodGroupGate = true
+	gate := d.handlers([]Kind{KindJobSet})[ValidateJobSetPodPath]
+	resp := gate.Handle(t.Context(), request(t, KindPod, admissionv1.Create, gatePod("gang", "gang"), nil))
+	assert.True(t, resp.Allowed, "denied with the gate off: %+v", resp.Result)
+}
+
 // A PodGroup the cache has not seen yet is read from the apiserver before a pod is refused.
 func TestJobSetPodGateConfirmsMissesLive(t *testing.T) {
 	ns := namespace("a", nil, nil)

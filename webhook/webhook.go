@@ -63,6 +63,10 @@ type Options struct {
 	// ConfigOptions.Kinds so the apiserver only calls paths that are served.
 	Kinds []Kind
 
+	// NoPodGroupGate makes the PodGroup gate (which comes with KindJobSet) admit every pod: set it when
+	// controllers/podgroup does not run, since nothing would then create the PodGroups it waits for.
+	NoPodGroupGate bool
+
 	// NamespaceWait bounds how long a request waits for a namespace that is not yet in the
 	// manager's cache (a namespace created a moment before the workload). Default 2s; the request's
 	// own deadline (the webhook timeout) still applies.
@@ -110,6 +114,7 @@ func Setup(mgr manager.Manager, opts Options) error {
 	}
 	d := newDeps(c, opts)
 	d.live = mgr.GetAPIReader()
+	d.noPodGroupGate = opts.NoPodGroupGate
 	if hasKind(opts.Kinds, KindJobSet) {
 		// The PodGroup gate reads JobSets and PodGroups.
 		for _, obj := range []client.Object{&jobsetv1alpha2.JobSet{}, &schedulingv1beta1.PodGroup{}} {
