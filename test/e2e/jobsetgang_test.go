@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +32,8 @@ const (
 	gangGPUs     = 2 // per pod: 4 pods fill an 8-GPU node, so 32 pods need more than one 4-node leaf
 )
 
-// gangJobSetManifest is the 4 × 8 JobSet for scheduler, in queue.
-func gangJobSetManifest(ns, name, scheduler, queue string) string {
+// gangJobSetManifest is the 4 × 8 JobSet for scheduler, in queue, with one more JobSet annotation.
+func gangJobSetManifest(ns, name, scheduler, queue, annotation, value string) string {
 	return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
 metadata:
@@ -42,6 +41,7 @@ metadata:
   namespace: %s
   annotations:
     %s: %s
+    %s: %q
 spec:
   replicatedJobs:
   - name: workers
@@ -62,7 +62,7 @@ spec:
               resources:
                 requests: {cpu: 500m, memory: 1Gi, %s: %d}
                 limits: {%s: %d}
-`, name, ns, defaults.QueueNameAnnotation, queue, gangReplicas, gangPodsPer, gangPodsPer, scheduler, gangGPU, gangGPUs, gangGPU, gangGPUs)
+`, name, ns, defaults.QueueNameAnnotation, queue, annotation, value, gangReplicas, gangPodsPer, gangPodsPer, scheduler, gangGPU, gangGPUs, gangGPU, gangGPUs)
 }
 
 // hyperNodeTree is the cluster's HyperNode tree: each HyperNode's nodes (through its descendants).
@@ -188,7 +188,8 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 	tree := readHyperNodeTree(t)
 	tier := lowestFeasibleTier(t, tree, podsThatFit(t))
 
-	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "hyperbatch-scheduler", queue))
+	// networkTopology {mode: hard} with no tier: one HyperNode, of whichever tier holds the gang.
+	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
 	out, err := kubectl(t, "apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
@@ -220,7 +221,7 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 	}
 	sort.Strings(names)
 	assert.Len(t, holders, 1, "the gang's nodes %v must lie inside one tier-%d HyperNode (the lowest feasible tier); inside: %v", names, tier, holders)
-	assert.Equal(t, map[string]int{"hyperbatch-scheduler": gangSize}, scheduledBy(t, ns), "Scheduled events by component")
+	waitScheduledBy(t, ns, "hyperbatch-scheduler")
 	t.Logf("32 pods on %d nodes inside %v (tier %d)", len(names), holders, tier)
 }
 
@@ -234,28 +235,31 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	queue := "gang-" + ns
 	openQueue(t, queue)
 
-	text := gangJobSetManifest(ns, "gang", "volcano", queue)
-	text = strings.Replace(text, "  annotations:\n", "  annotations:\n    "+minMemberAnnotation+": \"33\"\n", 1)
-	manifest := writeManifest(t, text)
+	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
 	out, err := kubectl(t, "apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
 	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
 
 	pg := &schedulingv1beta1.PodGroup{}
-	poll(t, 2*time.Minute, "Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
+	var pods corev1.PodList
+	var why string
+	poll(t, 2*time.Minute, "all 32 pods, and Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gang"}, pg); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "gang"}); err != nil {
+			return false, err
+		}
 		for _, cond := range pg.Status.Conditions {
-			if cond.Type == schedulingv1beta1.PodGroupUnschedulableType && cond.Status == corev1.ConditionTrue {
-				return pg.Spec.MinMember == gangSize+1, nil
+			if cond.Type == schedulingv1beta1.PodGroupUnschedulableType && cond.Status == corev1.ConditionTrue &&
+				cond.LastTransitionTime.After(latestCreation(pods.Items)) {
+				why = cond.Reason + ": " + cond.Message
+				return pg.Spec.MinMember == gangSize+1 && len(pods.Items) == gangSize, nil
 			}
 		}
 		return false, nil
 	})
-	var pods corev1.PodList
-	require.NoError(t, c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "gang"}))
-	assert.Len(t, pods.Items, gangSize)
+	t.Logf("Volcano's scheduler on the gang of 33 with 32 pods: %s", why)
 	for _, p := range pods.Items {
 		assert.Empty(t, p.Spec.NodeName, "pod %s bound while its gang of 33 cannot be complete", p.Name)
 	}
@@ -266,7 +270,34 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	assert.Equal(t, queue, pg.Spec.Queue)
 	waitGangBound(t, ns, "gang")
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
-	assert.Equal(t, map[string]int{"volcano": gangSize}, scheduledBy(t, ns), "Scheduled events by component")
+	waitScheduledBy(t, ns, "volcano")
+}
+
+// latestCreation is the newest creationTimestamp of pods (the zero time for none).
+func latestCreation(pods []corev1.Pod) time.Time {
+	var last time.Time
+	for _, p := range pods {
+		if p.CreationTimestamp.After(last) {
+			last = p.CreationTimestamp.Time
+		}
+	}
+	return last
+}
+
+// waitScheduledBy waits until the namespace's 32 Scheduled Events (recorded asynchronously) are all
+// by scheduler.
+func waitScheduledBy(t *testing.T, ns, scheduler string) {
+	t.Helper()
+	var got map[string]int
+	poll(t, 60*time.Second, fmt.Sprintf("%d Scheduled Events by %s", gangSize, scheduler), func(context.Context) (bool, error) {
+		got = scheduledBy(t, ns)
+		total := 0
+		for _, n := range got {
+			total += n
+		}
+		return total >= gangSize, nil
+	})
+	assert.Equal(t, map[string]int{scheduler: gangSize}, got, "Scheduled events by component")
 }
 
 // minMemberAnnotation is Volcano's minMember override, read on the JobSet by controllers/podgroup.
