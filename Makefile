@@ -9,7 +9,7 @@ GO         ?= go
 NODES      ?= 16
 # DISCOVER=1: `make run` lets the manager's HyperNode discovery build the tree from the node labels.
 DISCOVER   ?=
-TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.

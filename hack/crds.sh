@@ -12,6 +12,10 @@
 #   jobset/    sigs.k8s.io/jobset config/components/crd/bases
 #   training/  the HyperJob CRD, which Volcano does not publish: generated with controller-gen from
 #              volcano.sh/apis pkg/apis/training/v1alpha1
+#   trainer/   Kubeflow Trainer's CRDs (github.com/kubeflow/trainer/v2 manifests/base/crds: TrainJob,
+#              TrainingRuntime, ClusterTrainingRuntime) and the scheduler-plugins PodGroup its controller
+#              watches (sigs.k8s.io/scheduler-plugins config/crd/bases), the versions
+#              hack/tools/trainer/go.mod pins; only the TrainJob integration test installs them
 # Re-running is cheap: the output is rebuilt only when the pinned versions change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +27,16 @@ die() { echo "hack/crds.sh: $*" >&2; exit 1; }
 VOLCANO_APIS=volcano.sh/apis@v1.14.0
 KARMADA=github.com/karmada-io/karmada@v1.16.0
 JOBSET=sigs.k8s.io/jobset@v0.10.1
+TRAINER=github.com/kubeflow/trainer/v2@v2.0.0
+SCHED_PLUGINS=sigs.k8s.io/scheduler-plugins@v0.30.6
+# The versions the trainer tool module pins must be the ones whose CRDs are installed.
+for pin in "$TRAINER" "$SCHED_PLUGINS"; do
+  grep -q "^[[:space:]]*${pin%@*} ${pin#*@}\b" hack/tools/trainer/go.mod || die "hack/tools/trainer/go.mod does not pin $pin; update hack/crds.sh."
+done
 # The version of volcano.sh/apis the product's go.mod pins must be the one the CRDs are generated from.
 gomod_apis="volcano.sh/apis@$(awk '$1=="volcano.sh/apis"{print $2; exit}' go.mod)"
 [ "$gomod_apis" = "$VOLCANO_APIS" ] || die "go.mod pins $gomod_apis but hack/crds.sh generates from $VOLCANO_APIS; update VOLCANO_APIS."
-stamp="$VOLCANO_APIS $KARMADA $JOBSET $(sha256sum hack/crds.sh | cut -c1-16)"
+stamp="$VOLCANO_APIS $KARMADA $JOBSET $TRAINER $SCHED_PLUGINS $(sha256sum hack/crds.sh | cut -c1-16)"
 
 if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
   echo "upstream CRDs up to date in $OUT"
@@ -60,6 +70,10 @@ k=$(moddir $KARMADA); j=$(moddir $JOBSET); moddir $VOLCANO_APIS >/dev/null
 copy_yaml "$k/charts/karmada/_crds/bases/policy" "$OUT/karmada"
 copy_yaml "$k/charts/karmada/_crds/bases/work" "$OUT/karmada"
 copy_yaml "$j/config/components/crd/bases" "$OUT/jobset"
+tr=$(moddir $TRAINER); sp=$(moddir $SCHED_PLUGINS)
+copy_yaml "$tr/manifests/base/crds" "$OUT/trainer"
+install -m 0644 "$sp/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" "$OUT/trainer/" \
+  || die "$SCHED_PLUGINS has no config/crd/bases/scheduling.x-k8s.io_podgroups.yaml"
 
 [ -x "$BIN/controller-gen" ] || hack/tools.sh controller-gen
 

@@ -3,7 +3,8 @@
 #
 #   hack/tools.sh [tool ...]     tools: etcd kube-apiserver kube-controller-manager kubectl kwok
 #                                       controller-gen helm golangci-lint vc-controller-manager
-#                                       vc-webhook-manager vc-scheduler jobset-controller   (default: all)
+#                                       vc-webhook-manager vc-scheduler jobset-controller
+#                                       trainer-controller-manager   (default: all)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
@@ -46,7 +47,8 @@ GROUP[vc-controller-manager]=volcano; PKG[vc-controller-manager]=volcano.sh/volc
 GROUP[vc-webhook-manager]=volcano;    PKG[vc-webhook-manager]=volcano.sh/volcano/cmd/webhook-manager
 GROUP[vc-scheduler]=volcano;          PKG[vc-scheduler]=volcano.sh/volcano/cmd/scheduler
 GROUP[jobset-controller]=jobset;      PKG[jobset-controller]=sigs.k8s.io/jobset
-ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller"
+GROUP[trainer-controller-manager]=trainer; PKG[trainer-controller-manager]=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
 [ "$CACHE" = off ] || mkdir -p "$CACHE" 2>/dev/null || { echo "hack/tools.sh: cannot create the tool cache $CACHE; building without it" >&2; CACHE=off; }

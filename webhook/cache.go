@@ -20,9 +20,14 @@ import (
 
 // deps is what every handler shares: the cached reader and the compiled policies.
 type deps struct {
-	reader   reader
+	reader reader
+	// live reads from the apiserver where a cache miss must be confirmed (the PodGroup gate); nil
+	// (unit tests, whose fake reader is already live): the cache's answer stands.
+	live     reader
 	policies *policyCache
 	nsWait   time.Duration
+	// noPodGroupGate: controllers/podgroup does not run, so the PodGroup gate admits every pod.
+	noPodGroupGate bool
 
 	// Namespaces and PriorityClasses straight from their informers' stores (Setup wires them): the
 	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit

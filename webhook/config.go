@@ -204,8 +204,43 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 			TimeoutSeconds:          &vtimeout,
 			AdmissionReviewVersions: []string{"v1"},
 		})
+		if k == KindJobSet {
+			vwc.Webhooks = append(vwc.Webhooks, o.jobSetPodGateEntry())
+		}
 	}
 	return mwc, vwc
+}
+
+// JobSetPodGateEntryName is the PodGroup gate's entry in hyperbatch-validating.
+const JobSetPodGateEntryName = "jobset-pod.validate.hyperbatch.dev"
+
+// jobSetPodGateEntry sends the CREATE of every pod that carries a JobSet name label, in every
+// namespace but the excluded ones (not only those opted in to the Pod webhooks: the gate serves
+// every gang JobSet), to the PodGroup gate. It fails open like the other Pod entries: while the
+// webhook is unreachable pods are created without the gate (docs/podgroup.md says what then holds
+// the gang together).
+func (o ConfigOptions) jobSetPodGateEntry() admissionregistrationv1.ValidatingWebhook {
+	scope := admissionregistrationv1.NamespacedScope
+	fp, timeout := admissionregistrationv1.Ignore, PodTimeoutSeconds
+	sideEffects, matchPolicy := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:         JobSetPodGateEntryName,
+		ClientConfig: o.clientConfig(ValidateJobSetPodPath),
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
+				Resources: []string{"pods"}, Scope: &scope},
+		}},
+		FailurePolicy:     &fp,
+		MatchPolicy:       &matchPolicy,
+		NamespaceSelector: o.namespaceSelector(KindJobSet),
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpExists},
+		}},
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+	}
 }
 
 func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {

@@ -33,8 +33,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 6 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 6", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 7 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 7 (with the PropagationPolicy check and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -46,7 +46,7 @@ func TestConfigurations(t *testing.T) {
 			paths[name] = *cc.URL
 		}
 		wantFP := admissionregistrationv1.Fail
-		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) {
+		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) || name == JobSetPodGateEntryName {
 			wantFP = admissionregistrationv1.Ignore
 		}
 		if *fp != wantFP || *se != admissionregistrationv1.SideEffectClassNone || *mp != admissionregistrationv1.Equivalent ||

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
@@ -63,6 +65,10 @@ type Options struct {
 	// ConfigOptions.Kinds so the apiserver only calls paths that are served.
 	Kinds []Kind
 
+	// NoPodGroupGate makes the PodGroup gate (which comes with KindJobSet) admit every pod: set it when
+	// controllers/podgroup does not run, since nothing would then create the PodGroups it waits for.
+	NoPodGroupGate bool
+
 	// NamespaceWait bounds how long a request waits for a namespace that is not yet in the
 	// manager's cache (a namespace created a moment before the workload). Default 2s; the request's
 	// own deadline (the webhook timeout) still applies.
@@ -83,13 +89,13 @@ func (o Options) withDefaults() Options {
 }
 
 // Setup registers the mutating and validating handlers of opts.Kinds on mgr's webhook server
-// (paths above) and the informers they read: Namespaces, WorkloadPolicies and, for Pods,
-// PriorityClasses. Every read on the request path is served by mgr's cache; the compiled
+// (paths above) and the informers they read: Namespaces, WorkloadPolicies, for Pods
+// PriorityClasses, and for JobSets (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
 // WorkloadPolicies are rebuilt only after a WorkloadPolicy event. Call it once per manager, before
 // mgr.Start. The manager's scheme must know the admitted kinds (internal/scheme.New does).
 //
-// RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io and
-// workloadpolicies.hyperbatch.dev.
+// RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io,
+// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io and podgroups.scheduling.volcano.sh.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.withDefaults()
 	for _, k := range opts.Kinds {
@@ -109,6 +115,16 @@ func Setup(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("webhook: Namespace informer: %w", err)
 	}
 	d := newDeps(c, opts)
+	d.live = mgr.GetAPIReader()
+	d.noPodGroupGate = opts.NoPodGroupGate
+	if hasKind(opts.Kinds, KindJobSet) {
+		// The PodGroup gate reads JobSets and PodGroups.
+		for _, obj := range []client.Object{&jobsetv1alpha2.JobSet{}, &schedulingv1beta1.PodGroup{}} {
+			if _, err := c.GetInformer(ctx, obj); err != nil {
+				return fmt.Errorf("webhook: %T informer: %w", obj, err)
+			}
+		}
+	}
 	if d.namespaces, err = storeOf(nsInf, "Namespace"); err != nil {
 		return err
 	}
@@ -187,6 +203,7 @@ var kindSpecs = map[Kind]kindSpec{
 		mutatePath: MutateHyperJobPath, validatePath: ValidateHyperJobPath},
 	KindPropagationPolicy: {gvk: schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, resource: "propagationpolicies",
 		mutatePath: MutatePropagationPolicyPath, validatePath: ValidatePropagationPolicyPath},
+	kindJobSetPod: {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, resource: "pods", validatePath: ValidateJobSetPodPath},
 }
 
 func hasKind(kinds []Kind, k Kind) bool {
@@ -213,6 +230,7 @@ func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {
 			m, v = d.podGroupMutator(), d.podGroupValidator()
 		case KindJobSet:
 			m, v = d.jobSetMutator(), d.jobSetValidator()
+			out[ValidateJobSetPodPath] = d.jobSetPodGate()
 		case KindHyperJob:
 			m, v = d.hyperJobMutator(), d.hyperJobValidator()
 		case KindPropagationPolicy:

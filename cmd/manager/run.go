@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -133,7 +134,8 @@ func run(o options) error {
 				return fmt.Errorf("setting up webhook certificates: %w", err)
 			}
 		}
-		if err := webhook.Setup(mgr, webhook.Options{}); err != nil {
+		// Without the podgroup controller nothing creates the PodGroups the PodGroup gate waits for.
+		if err := webhook.Setup(mgr, webhook.Options{NoPodGroupGate: !slices.Contains(names, "podgroup")}); err != nil {
 			return fmt.Errorf("setting up webhooks: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhooks", webhook.ReadyCheck(mgr)); err != nil {

@@ -86,6 +86,11 @@ func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Po
 	}
 	if mode := js.Annotations[defaults.NetworkTopologyModeAnnotation]; mode != "" {
 		nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.NetworkTopologyMode(mode)}
+		if nt.Mode != schedulingv1beta1.HardNetworkTopologyMode && nt.Mode != schedulingv1beta1.SoftNetworkTopologyMode {
+			// The PodGroup CRD's enum would refuse the apply on every retry; say so once instead.
+			return nil, fmt.Errorf("annotation %s=%q is not %q or %q: set one of them, or remove it", defaults.NetworkTopologyModeAnnotation, mode,
+				schedulingv1beta1.HardNetworkTopologyMode, schedulingv1beta1.SoftNetworkTopologyMode)
+		}
 		if v := js.Annotations[defaults.NetworkTopologyHighestTierAnnotation]; v != "" {
 			tier, err := strconv.Atoi(v)
 			if err != nil || tier < 1 {

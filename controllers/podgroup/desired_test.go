@@ -85,6 +85,14 @@ func TestDesiredOwnKeysFirstThenPolicy(t *testing.T) {
 	_, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), defaults.NetworkTopologyHighestTierAnnotation)
+
+	// A mode the PodGroup CRD's enum refuses is an error naming the annotation, not an apply that
+	// fails on every retry.
+	js.Annotations[defaults.NetworkTopologyHighestTierAnnotation] = "2"
+	js.Annotations[defaults.NetworkTopologyModeAnnotation] = "strict"
+	_, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), defaults.NetworkTopologyModeAnnotation+`="strict" is not "hard" or "soft"`)
 }
 
 func TestFinished(t *testing.T) {

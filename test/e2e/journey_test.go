@@ -49,6 +49,50 @@ func ensureQueue(t *testing.T, name string) {
 	})
 }
 
+// openQueue is ensureQueue for one test: the Queue is deleted when the test ends.
+func openQueue(t *testing.T, name string) {
+	t.Helper()
+	ensureQueue(t, name)
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+}
+
+// startVolcanoScheduler runs Volcano's scheduler for one test (its log's tail is printed when the
+// test fails).
+func startVolcanoScheduler(t *testing.T) *framework.Process {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(vs.LogTail(40))
+		}
+		assert.NoError(t, vs.Stop())
+	})
+	return vs
+}
+
+// scheduledBy counts the namespace's Scheduled Events of pods by the component that wrote them.
+func scheduledBy(t *testing.T, ns string) map[string]int {
+	t.Helper()
+	var events corev1.EventList
+	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
+	out := map[string]int{}
+	for _, e := range events.Items {
+		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
+			by := e.ReportingController
+			if by == "" {
+				by = e.Source.Component
+			}
+			out[by]++
+		}
+	}
+	return out
+}
+
 // journeyPolicy creates a WorkloadPolicy for ns and returns its name.
 func journeyPolicy(t *testing.T, ns string, d hbv1.PolicyDefaults) string {
 	t.Helper()
@@ -219,10 +263,7 @@ func waitDeleted(t *testing.T, obj client.Object, what string, timeout time.Dura
 func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns
-	ensureQueue(t, queue)
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
-	})
+	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5),
 		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
@@ -261,23 +302,10 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 // Volcano's mutating webhook fills schedulerName "volcano", and Volcano's scheduler (started here with
 // the configuration of Volcano's chart) places the gang. Our defaults serve Volcano's scheduler's users.
 func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: t.TempDir()})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(vs.LogTail(40))
-		}
-		assert.NoError(t, vs.Stop())
-	})
-
+	vs := startVolcanoScheduler(t)
 	ns := testNamespace(t)
 	queue := "journey-" + ns
-	ensureQueue(t, queue)
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
-	})
+	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
 	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
@@ -287,33 +315,18 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 
 	followVolcanoJob(t, ns, "train")
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
-	var events corev1.EventList
-	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
-	scheduledBy := map[string]int{}
-	for _, e := range events.Items {
-		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
-			by := e.ReportingController
-			if by == "" {
-				by = e.Source.Component
-			}
-			scheduledBy[by]++
-		}
-	}
-	assert.Equal(t, map[string]int{"volcano": 9}, scheduledBy, "Scheduled events by component")
+	assert.Equal(t, map[string]int{"volcano": 9}, scheduledBy(t, ns), "Scheduled events by component")
 	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
 }
 
 // Journey (b): a JobSet with two replicatedJobs. The policy's scheduler, queue and TTL are filled, the
 // JobSet controller creates the Jobs, kube-controller-manager the pods, hyperbatch-scheduler binds
 // them, kwok completes them, the JobSet ends Completed and the JobSet controller deletes it after its
-// TTL. (Gang placement of JobSets comes with the JobSet PodGroup work; here: defaults and scheduling.)
+// TTL. (Gang placement of a JobSet: jobsetgang_test.go; here: defaults and scheduling.)
 func TestJourneyJobSet(t *testing.T) {
 	ns := testNamespace(t)
 	queue := "journey-" + ns
-	ensureQueue(t, queue)
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: queue}})
-	})
+	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5)})
 	rj := func(name string, pods int) string {

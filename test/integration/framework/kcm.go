@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -131,4 +134,33 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// StartJobSetAndJobControllers starts the real JobSet controller (with its webhooks) and
+// kube-controller-manager's Job controller against env for one test, and stops both when it ends
+// (printing their logs' tails when it failed). envtest has no kubelet: pods the Job controller
+// creates stay Pending until the test changes their phase.
+func StartJobSetAndJobControllers(t testing.TB, env *Env) {
+	t.Helper()
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, WriteKubeconfig(env.Config, kc))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jsc, err := StartJobSetController(ctx, NeighbourOptions{Kubeconfig: kc, LogDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(jsc.LogTail(40))
+		}
+		assert.NoError(t, jsc.Stop())
+	})
+	kcm, err := StartKubeControllerManager(env, "job-controller")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(kcm.LogTail(4000))
+		}
+		kcm.Stop()
+	})
 }

@@ -3,9 +3,11 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"testing"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,20 +30,13 @@ func RunControllerMain(m *testing.M, envp **Env, setup func(manager.Manager) err
 			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
 		}
 	}()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err == nil {
-		err = setup(mgr)
-	}
+	stop, err := StartManager(env.Config, setup)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "setting up the manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 	}
 	return code
@@ -63,3 +58,29 @@ func RunMain(m *testing.M, envp **Env) int {
 	}()
 	return m.Run()
 }
+
+// StartManager starts a manager on cfg (the test's config, possibly with a wrapped transport) with
+// what setup adds, and returns a function that stops it and returns its error.
+func StartManager(cfg *rest.Config, setup func(manager.Manager) error) (stop func() error, err error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err == nil {
+		err = setup(mgr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("setting up the manager: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
+}
+
+// RoundTripFunc is an http.RoundTripper from a function, for rest.Config.Wrap in tests that count
+// or hold requests at a client's transport.
+type RoundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip implements http.RoundTripper.
+func (f RoundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

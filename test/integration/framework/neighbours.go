@@ -30,6 +30,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -174,6 +176,104 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	}
 	p.cleanup = cleanup
 	return p, nil
+}
+
+// TrainerNamespace, TrainerWebhookSecret and TrainerWebhookConfiguration are what Kubeflow Trainer
+// v2.0.0's controller manager expects to exist (pkg/util/cert, cmd/trainer-controller-manager, as its
+// manifests create them): it writes its webhook certificate into that Secret of the namespace it runs
+// in (kubeflow-system outside a pod) and injects its CA into that ValidatingWebhookConfiguration.
+// StartTrainerController creates all three.
+const (
+	TrainerNamespace            = "kubeflow-system"
+	TrainerWebhookSecret        = "kubeflow-trainer-webhook-cert"
+	TrainerWebhookConfiguration = "validator.trainer.kubeflow.org"
+)
+
+// StartTrainerController starts Kubeflow Trainer's controller manager (trainer-controller-manager,
+// github.com/kubeflow/trainer/v2 v2.0.0): its TrainJob controller turns TrainJobs into JobSets. The
+// namespace, Secret and webhook configuration it expects are created first; the configuration has no
+// webhooks, so the apiserver never calls Trainer's validating webhooks (their certificate is for a
+// Service name, not loopback) and TrainJobs are admitted unvalidated. Its webhook server and probes
+// listen on free loopback ports; its certificate is copied from its Secret into the fixed directory
+// the binary reads (TrainerCertDir), as a kubelet would mount it.
+func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", o.Kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", o.Kubeconfig, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TrainerNamespace}},
+		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s for Trainer: %w", TrainerNamespace, err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: TrainerNamespace, Name: TrainerWebhookSecret}}
+	if _, err := cs.CoreV1().Secrets(TrainerNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating Secret %s/%s for Trainer: %w", TrainerNamespace, TrainerWebhookSecret, err)
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TrainerWebhookConfiguration}}
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
+	}
+	health, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	webhook, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + loopback(health),
+		"--webhook-server-port=" + strconv.Itoa(webhook), "--metrics-bind-address=0", "--zap-log-level=info"}
+	// Trainer's cert rotator writes the certificate into the Secret and then waits (backing off up to
+	// minutes) for the files in its fixed directory, where a pod would have the Secret mounted; play
+	// the kubelet's part while the process starts.
+	mounted := make(chan error, 1)
+	mountCtx, stopMount := context.WithCancel(ctx)
+	defer stopMount()
+	go func() { mounted <- mountSecret(mountCtx, cs, TrainerNamespace, TrainerWebhookSecret, TrainerCertDir) }()
+	p, err := start(ctx, o, "trainer-controller-manager", args, httpOK("http://"+loopback(health)+"/readyz"))
+	if err != nil {
+		stopMount()
+		if merr := <-mounted; merr != nil && !errors.Is(merr, context.Canceled) {
+			return nil, fmt.Errorf("%w (and mounting its certificate: %w)", err, merr)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// TrainerCertDir is where Trainer v2.0.0's controller manager reads its webhook certificate (fixed in
+// its pkg/util/cert).
+const TrainerCertDir = "/tmp/k8s-webhook-server/serving-certs"
+
+// mountSecret waits until the Secret holds tls.crt and tls.key and writes its keys as files into dir,
+// as a kubelet mounts a Secret volume.
+func mountSecret(ctx context.Context, cs kubernetes.Interface, namespace, name, dir string) error {
+	for {
+		s, err := cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fmt.Errorf("creating %s: %w", dir, err)
+			}
+			for k, v := range s.Data {
+				if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+					return fmt.Errorf("writing %s: %w", filepath.Join(dir, k), err)
+				}
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // registerJobSetWebhooks registers the JobSet webhooks (paths and rules from the kubebuilder markers

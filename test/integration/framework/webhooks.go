@@ -41,6 +41,8 @@ type WebhookEnvOptions struct {
 	Fixtures []client.Object
 	// Register, when set, adds more handlers or runnables to the manager before it starts.
 	Register func(manager.Manager) error
+	// CRDDirs replaces the default CRD directories (Options.CRDDirs).
+	CRDDirs []string
 }
 
 // StartWithWebhooks starts the control plane with hyperbatch's webhook configurations installed and
@@ -54,7 +56,7 @@ func StartWithWebhooks(opts WebhookEnvOptions) (*WebhookEnv, error) {
 	_ = l.Close()
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
 	mwc, vwc := hbwebhook.Configurations(hbwebhook.ConfigOptions{URL: url})
-	env, err := Start(Options{WebhookInstall: &envtest.WebhookInstallOptions{
+	env, err := Start(Options{CRDDirs: opts.CRDDirs, WebhookInstall: &envtest.WebhookInstallOptions{
 		LocalServingHost:   "127.0.0.1",
 		LocalServingPort:   port,
 		MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mwc},

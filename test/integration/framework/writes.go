@@ -20,7 +20,7 @@ func NewWriteCounter() *WriteCounter { return &WriteCounter{byPath: map[string]i
 
 // RoundTrip wraps next.
 func (w *WriteCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		switch req.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 		default:
@@ -61,7 +61,3 @@ func (w *WriteCounter) Since(n int) []string {
 	defer w.mu.Unlock()
 	return append([]string(nil), w.log[n:]...)
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

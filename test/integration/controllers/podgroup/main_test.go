@@ -3,17 +3,14 @@
 package podgroup
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -33,20 +30,13 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(writes.RoundTrip)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err == nil {
-		err = podgroup.NewReconciler(mgr).SetupWithManager(mgr)
-	}
+	stop, err := framework.StartManager(cfg, func(mgr manager.Manager) error { return podgroup.NewReconciler(mgr).SetupWithManager(mgr) })
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "setting up the manager: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	code := m.Run()
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 	}
 	return code

@@ -3,7 +3,6 @@ package podgroup
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,8 +21,11 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 const wait = 20 * time.Second
@@ -248,22 +250,7 @@ func TestSuspendResumeAndScale(t *testing.T) {
 // PodGroup at once (the JobSet itself stays). kube-controller-manager's Job controller runs the child
 // Jobs; the test plays only the kubelet, which envtest lacks: it marks the pods Succeeded.
 func TestFinishedReleases(t *testing.T) {
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	jsc, err := framework.StartJobSetController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(jsc.LogTail(40))
-		}
-		assert.NoError(t, jsc.Stop())
-	})
-	kcm, err := framework.StartKubeControllerManager(env, "job-controller")
-	require.NoError(t, err)
-	t.Cleanup(kcm.Stop)
+	framework.StartJobSetAndJobControllers(t, env)
 
 	ns := namespace(t)
 	js := newJobSet(ns, "done", 1, 2, corev1.PodSpec{})
@@ -313,19 +300,81 @@ func TestNoWritesOnResync(t *testing.T) {
 	assert.Equal(t, "default", pg.Spec.Queue)
 	assertQty(t, "6", pg.Spec.MinResources, corev1.ResourceCPU)
 
+	assertNoResyncWrites(t, js)
+}
+
+// assertNoResyncWrites updates the JobSet (an annotation the PodGroup does not depend on) and checks
+// that the reconciles that follow write nothing, counted at the controller's transport.
+func assertNoResyncWrites(t *testing.T, js *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	touch := func(v string) func() {
+		return func() {
+			if js.Annotations == nil {
+				js.Annotations = map[string]string{}
+			}
+			js.Annotations["touch"] = v
+		}
+	}
 	// Let the PodGroup's own watch event be reconciled too, then count.
 	require.Eventually(t, func() bool {
-		before := writes.For("podgroups", "steady")
+		before := writes.For("podgroups", js.Name)
 		n := reconciles(t)
-		afterReconcile(t, func() { update(t, js, func() { js.Annotations["touch"] = time.Now().String() }) })
-		return writes.For("podgroups", "steady") == before && reconciles(t) > n
+		afterReconcile(t, func() { update(t, js, touch(time.Now().String())) })
+		return writes.For("podgroups", js.Name) == before && reconciles(t) > n
 	}, wait, 10*time.Millisecond)
-	base := writes.For("podgroups", "steady")
+	base := writes.For("podgroups", js.Name)
 	for i := 0; i < 3; i++ {
-		afterReconcile(t, func() { update(t, js, func() { js.Annotations["touch"] = fmt.Sprint(i) }) })
+		afterReconcile(t, func() { update(t, js, touch(fmt.Sprint(i))) })
 	}
-	assert.Equal(t, base, writes.For("podgroups", "steady"), "resyncs with nothing changed must not write the PodGroup")
-	assert.Zero(t, writes.For("jobsets", "steady"))
+	assert.Equal(t, base, writes.For("podgroups", js.Name), "resyncs with nothing changed must not write PodGroup %s", js.Name)
+	assert.Zero(t, writes.For("jobsets", js.Name))
+}
+
+// networkTopology from the JobSet's annotations or from a policy, stored with the PodGroup CRD's
+// schema defaults (mode defaults to hard), makes no write on resync either; a mode the CRD refuses
+// gets an InvalidGang Event and no PodGroup.
+func TestNoWritesOnResyncWithNetworkTopology(t *testing.T) {
+	ns := namespace(t)
+	own := newJobSet(ns, "topo-own", 1, 2, corev1.PodSpec{})
+	own.Annotations = map[string]string{defaults.NetworkTopologyModeAnnotation: "hard", defaults.NetworkTopologyHighestTierAnnotation: "2"}
+	soft := newJobSet(ns, "topo-soft", 1, 2, corev1.PodSpec{})
+	soft.Annotations = map[string]string{defaults.NetworkTopologyModeAnnotation: "soft"}
+	for _, js := range []*jobsetv1alpha2.JobSet{own, soft} {
+		require.NoError(t, env.Client.Create(ctx(t), js))
+	}
+	pg := waitPG(t, ns, "topo-own", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.NetworkTopology != nil })
+	assert.Equal(t, schedulingv1beta1.HardNetworkTopologyMode, pg.Spec.NetworkTopology.Mode)
+	assert.Equal(t, ptr.To(2), pg.Spec.NetworkTopology.HighestTierAllowed)
+	pg = waitPG(t, ns, "topo-soft", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.NetworkTopology != nil })
+	assert.Equal(t, schedulingv1beta1.SoftNetworkTopologyMode, pg.Spec.NetworkTopology.Mode)
+	assert.Nil(t, pg.Spec.NetworkTopology.HighestTierAllowed)
+	assertNoResyncWrites(t, own)
+	assertNoResyncWrites(t, soft)
+
+	// From a policy that leaves mode to the WorkloadPolicy CRD's default.
+	polNS := namespace(t)
+	nsObj := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(ctx(t), client.ObjectKey{Name: polNS}, nsObj))
+	update(t, nsObj, func() { nsObj.Labels = map[string]string{"pg-topology": polNS} })
+	pol := builders.MakePolicy("pg-topology-"+polNS).Selector("pg-topology", polNS).Obj()
+	pol.Spec.Defaults.NetworkTopology = &hbv1.NetworkTopology{HighestTierName: "rack"}
+	require.NoError(t, env.Client.Create(ctx(t), pol))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
+	byPolicy := newJobSet(polNS, "topo-policy", 1, 2, corev1.PodSpec{})
+	require.NoError(t, env.Client.Create(ctx(t), byPolicy))
+	pg = waitPG(t, polNS, "topo-policy", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.NetworkTopology != nil })
+	assert.Equal(t, schedulingv1beta1.HardNetworkTopologyMode, pg.Spec.NetworkTopology.Mode)
+	assert.Equal(t, "rack", pg.Spec.NetworkTopology.HighestTierName)
+	assertNoResyncWrites(t, byPolicy)
+
+	bad := newJobSet(ns, "topo-bad", 1, 2, corev1.PodSpec{})
+	bad.Annotations = map[string]string{defaults.NetworkTopologyModeAnnotation: "strict"}
+	require.NoError(t, env.Client.Create(ctx(t), bad))
+	ev := waitEvent(t, ns, "topo-bad", podgroup.ReasonInvalidGang)
+	assert.Contains(t, ev.Message, defaults.NetworkTopologyModeAnnotation)
+	_, err := getPG(t, ns, "topo-bad")
+	assert.True(t, apierrors.IsNotFound(err), "no PodGroup for an invalid mode, got %v", err)
+	assert.Zero(t, writes.For("podgroups", "topo-bad"))
 }
 
 // A PodGroup of the JobSet's name that the JobSet does not control is never adopted or written.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,7 +112,23 @@ func fakeNode(t *testing.T, test, name, rackName string) {
 }
 
 // queue creates a Volcano Queue; state "" leaves status alone (no queue controller runs here).
-func queue(t *testing.T, name string, capability corev1.ResourceList, state schedulingv1beta1.QueueState, strategy schedulingv1beta1.DequeueStrategy) {
+// queueSeq numbers the queues of this process: with go test -count=N every repeat gets queues of
+// its own, so the PodGroups an earlier repeat left behind never hold a later repeat's queue.
+var queueSeq atomic.Int32
+
+// queueName is base with a suffix unique in this process.
+func queueName(base string) string { return fmt.Sprintf("%s-%d", base, queueSeq.Add(1)) }
+
+// queue creates a Queue named queueName(base) and returns its name.
+func queue(t *testing.T, base string, capability corev1.ResourceList, state schedulingv1beta1.QueueState, strategy schedulingv1beta1.DequeueStrategy) string {
+	t.Helper()
+	name := queueName(base)
+	createQueue(t, name, capability, state, strategy)
+	return name
+}
+
+// createQueue creates the Queue name (deleted when the test ends).
+func createQueue(t *testing.T, name string, capability corev1.ResourceList, state schedulingv1beta1.QueueState, strategy schedulingv1beta1.DequeueStrategy) {
 	t.Helper()
 	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability, DequeueStrategy: strategy}}

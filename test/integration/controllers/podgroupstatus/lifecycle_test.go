@@ -2,6 +2,7 @@ package podgroupstatus
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"testing"
@@ -19,16 +20,16 @@ func TestPhasesWithScheduler(t *testing.T) {
 	ns := namespace(t, "phases")
 	rack(t, "phases", "phases-rack-0", 2)
 	rack(t, "phases", "phases-rack-1", 2)
-	queue(t, "phases-q", nil, "", "") // status.state empty: no queue controller has run, counts as Open
+	q := queue(t, "phases-q", nil, "", "") // status.state empty: no queue controller has run, counts as Open
 
 	phases := recordPhases(t, ns, "g")
-	podGroup(t, ns, "g", pgOpts{queue: "phases-q", minMember: 3, minGPU: 12, topology: hardTier1()})
+	podGroup(t, ns, "g", pgOpts{queue: q, minMember: 3, minGPU: 12, topology: hardTier1()})
 	// A standalone PodGroup is served once a pod of hyperbatch-scheduler names it. The scheduler holds
 	// an incomplete gang (PreEnqueue, fewer than minMember pods), so with one pod the PodGroup is
 	// enqueued before the gang can be placed; the rest of the gang follows.
 	gangPods(t, "phases", ns, "g", hb, 1, 4)
 	waitPG(t, ns, "g", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
-	waitEvent(t, ns, "g", "Enqueued", `admitted to queue "phases-q"`)
+	waitEvent(t, ns, "g", "Enqueued", fmt.Sprintf("admitted to queue %q", q))
 	gangPodsFrom(t, "phases", ns, "g", hb, 1, 2, 4)
 
 	nodes := waitBound(t, ns, "g", 3)

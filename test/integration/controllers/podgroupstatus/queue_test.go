@@ -2,6 +2,8 @@ package podgroupstatus
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,8 +42,8 @@ func TestUnschedulableConditionFromScheduler(t *testing.T) {
 	dumpLogOnFailure(t)
 	ns := namespace(t, "unsch")
 	rack(t, "unsch", "unsch-rack", 1)
-	queue(t, "unsch-q", nil, schedulingv1beta1.QueueStateOpen, "")
-	podGroup(t, ns, "g", pgOpts{queue: "unsch-q", minMember: 2, topology: hardTier1()})
+	q := queue(t, "unsch-q", nil, schedulingv1beta1.QueueStateOpen, "")
+	podGroup(t, ns, "g", pgOpts{queue: q, minMember: 2, topology: hardTier1()})
 	gangPods(t, "unsch", ns, "g", hb, 2, 8) // two 8-GPU pods: the 1-node rack holds one
 
 	pg := waitPG(t, ns, "g", "Unschedulable with the plugin's reason",
@@ -62,9 +64,9 @@ func TestQueueCapabilityHoldsGang(t *testing.T) {
 	dumpLogOnFailure(t)
 	ns := namespace(t, "cap")
 	rack(t, "cap", "cap-rack", 2)
-	queue(t, "cap-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
+	capQ := queue(t, "cap-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
 
-	podGroup(t, ns, "a", pgOpts{queue: "cap-q", minMember: 2, minGPU: 8})
+	podGroup(t, ns, "a", pgOpts{queue: capQ, minMember: 2, minGPU: 8})
 	gangPods(t, "cap", ns, "a", hb, 1, 4) // served from its pods: Inqueue, then placed
 	waitPG(t, ns, "a", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
 	gangPodsFrom(t, "cap", ns, "a", hb, 1, 1, 4)
@@ -72,17 +74,17 @@ func TestQueueCapabilityHoldsGang(t *testing.T) {
 
 	// b is served from its pods: its first pod makes it Pending (over capability) before the rest of
 	// the gang exists, so the scheduler holds the gang (PreEnqueue, phase Pending).
-	podGroup(t, ns, "b", pgOpts{queue: "cap-q", minMember: 2, minGPU: 8})
+	podGroup(t, ns, "b", pgOpts{queue: capQ, minMember: 2, minGPU: 8})
 	gangPods(t, "cap", ns, "b", hb, 1, 4)
 	pg := waitPG(t, ns, "b", "Pending over capability", func(pg *schedulingv1beta1.PodGroup) bool {
 		return pg.Status.Phase == schedulingv1beta1.PodGroupPending &&
 			unschedulable(corev1.ConditionTrue, "QueueCapabilityExceeded", "reserve 8", "minResources 8", "total 16 > capability 8")(pg)
 	})
-	waitEvent(t, ns, "b", "QueueCapabilityExceeded", `queue "cap-q"`, "total 16 > capability 8")
+	waitEvent(t, ns, "b", "QueueCapabilityExceeded", fmt.Sprintf("queue %q", capQ), "total 16 > capability 8")
 	gangPodsFrom(t, "cap", ns, "b", hb, 1, 1, 4)
 	// The scheduler has seen b's pods (a third gang created after them is placed) and keeps them
 	// unbound while b is Pending.
-	podGroup(t, ns, "c", pgOpts{queue: "cap-q", minMember: 1})
+	podGroup(t, ns, "c", pgOpts{queue: capQ, minMember: 1})
 	gangPods(t, "cap", ns, "c", hb, 1, 0)
 	waitBound(t, ns, "c", 1)
 	for _, p := range groupPods(t, ns, "b") {
@@ -96,7 +98,7 @@ func TestQueueCapabilityHoldsGang(t *testing.T) {
 	waitPG(t, ns, "b", "Running with Unschedulable cleared", func(pg *schedulingv1beta1.PodGroup) bool {
 		return pg.Status.Phase == schedulingv1beta1.PodGroupRunning && unschedulable(corev1.ConditionFalse, "GangScheduled")(pg)
 	})
-	waitEvent(t, ns, "b", "Enqueued", `admitted to queue "cap-q"`, "nvidia.com/gpu 8 of 8")
+	waitEvent(t, ns, "b", "Enqueued", fmt.Sprintf("admitted to queue %q", capQ), "nvidia.com/gpu 8 of 8")
 }
 
 // Waiting gangs are enqueued in the plugin's QueueSort order (priority, then age): when capacity
@@ -109,12 +111,12 @@ func TestQueueOrder(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pc) })
 	owner := volcanoJob(t, ns, "owner", hb) // served through the owning Job: no pods needed
 
-	queue(t, "order-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
-	podGroup(t, ns, "hold", pgOpts{queue: "order-q", minMember: 1, minGPU: 8, owner: owner})
+	orderQ := queue(t, "order-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
+	podGroup(t, ns, "hold", pgOpts{queue: orderQ, minMember: 1, minGPU: 8, owner: owner})
 	waitPG(t, ns, "hold", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
-	podGroup(t, ns, "old-low", pgOpts{queue: "order-q", minMember: 1, minGPU: 8, owner: owner})
+	podGroup(t, ns, "old-low", pgOpts{queue: orderQ, minMember: 1, minGPU: 8, owner: owner})
 	waitPG(t, ns, "old-low", "Pending", phaseIs(schedulingv1beta1.PodGroupPending))
-	young := podGroupWithPriority(t, ns, "young-high", "order-q", "order-high", 4, owner)
+	young := podGroupWithPriority(t, ns, "young-high", orderQ, "order-high", 4, owner)
 	waitPG(t, ns, young, "Pending", phaseIs(schedulingv1beta1.PodGroupPending))
 
 	require.NoError(t, env.Client.Delete(ctxFor(t, 30*time.Second), &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hold"}}))
@@ -123,15 +125,15 @@ func TestQueueOrder(t *testing.T) {
 
 	t.Run("fifo", func(t *testing.T) {
 		// The head does not fit, so a younger gang that would fit waits too.
-		queue(t, "fifo-q", gpus(8), schedulingv1beta1.QueueStateOpen, schedulingv1beta1.DequeueStrategyFIFO)
+		fifoQ := queue(t, "fifo-q", gpus(8), schedulingv1beta1.QueueStateOpen, schedulingv1beta1.DequeueStrategyFIFO)
 		var q schedulingv1beta1.Queue
-		require.NoError(t, env.Client.Get(ctxFor(t, 10*time.Second), client.ObjectKey{Name: "fifo-q"}, &q))
+		require.NoError(t, env.Client.Get(ctxFor(t, 10*time.Second), client.ObjectKey{Name: fifoQ}, &q))
 		if q.Spec.DequeueStrategy != schedulingv1beta1.DequeueStrategyFIFO {
 			t.Skip("the installed Queue CRD prunes spec.dequeueStrategy (volcano.sh/volcano v1.14.0-alpha.0's CRD predates it)")
 		}
-		podGroup(t, ns, "fifo-a-big", pgOpts{queue: "fifo-q", minMember: 1, minGPU: 12, owner: owner})
+		podGroup(t, ns, "fifo-a-big", pgOpts{queue: fifoQ, minMember: 1, minGPU: 12, owner: owner})
 		waitPG(t, ns, "fifo-a-big", "Pending", unschedulable(corev1.ConditionTrue, "QueueCapabilityExceeded", "total 12 > capability 8"))
-		podGroup(t, ns, "fifo-b-small", pgOpts{queue: "fifo-q", minMember: 1, minGPU: 4, owner: owner})
+		podGroup(t, ns, "fifo-b-small", pgOpts{queue: fifoQ, minMember: 1, minGPU: 4, owner: owner})
 		waitPG(t, ns, "fifo-b-small", "Pending behind the head", unschedulable(corev1.ConditionTrue, "QueueFIFOOrder", "fifo-a-big"))
 	})
 }
@@ -151,22 +153,23 @@ func TestMissingAndClosedQueue(t *testing.T) {
 	ns := namespace(t, "closed")
 	owner := volcanoJob(t, ns, "owner", hb)
 
-	podGroup(t, ns, "m", pgOpts{queue: "closed-missing-q", minMember: 1, owner: owner})
+	missingQ := queueName("closed-missing-q")
+	podGroup(t, ns, "m", pgOpts{queue: missingQ, minMember: 1, owner: owner})
 	waitPG(t, ns, "m", "Pending, queue not found", func(pg *schedulingv1beta1.PodGroup) bool {
-		return pg.Status.Phase == schedulingv1beta1.PodGroupPending && unschedulable(corev1.ConditionTrue, "QueueNotFound", `"closed-missing-q"`, "does not exist")(pg)
+		return pg.Status.Phase == schedulingv1beta1.PodGroupPending && unschedulable(corev1.ConditionTrue, "QueueNotFound", strconv.Quote(missingQ), "does not exist")(pg)
 	})
-	waitEvent(t, ns, "m", "QueueNotFound", `"closed-missing-q"`)
-	queue(t, "closed-missing-q", nil, schedulingv1beta1.QueueStateOpen, "")
+	waitEvent(t, ns, "m", "QueueNotFound", strconv.Quote(missingQ))
+	createQueue(t, missingQ, nil, schedulingv1beta1.QueueStateOpen, "")
 	pg := waitPG(t, ns, "m", "Inqueue once the queue exists", phaseIs(schedulingv1beta1.PodGroupInqueue))
 	assert.True(t, unschedulable(corev1.ConditionFalse, "Enqueued")(pg), "refusal cleared: %+v", pg.Status.Conditions)
 
-	queue(t, "closed-q", nil, schedulingv1beta1.QueueStateClosed, "")
-	podGroup(t, ns, "c", pgOpts{queue: "closed-q", minMember: 1, owner: owner})
+	closedQ := queue(t, "closed-q", nil, schedulingv1beta1.QueueStateClosed, "")
+	podGroup(t, ns, "c", pgOpts{queue: closedQ, minMember: 1, owner: owner})
 	waitPG(t, ns, "c", "Pending, queue closed", func(pg *schedulingv1beta1.PodGroup) bool {
-		return pg.Status.Phase == schedulingv1beta1.PodGroupPending && unschedulable(corev1.ConditionTrue, "QueueClosed", `"closed-q" is Closed`)(pg)
+		return pg.Status.Phase == schedulingv1beta1.PodGroupPending && unschedulable(corev1.ConditionTrue, "QueueClosed", strconv.Quote(closedQ)+" is Closed")(pg)
 	})
-	waitEvent(t, ns, "c", "QueueClosed", `"closed-q" is Closed`)
-	setQueueState(t, "closed-q", schedulingv1beta1.QueueStateOpen)
+	waitEvent(t, ns, "c", "QueueClosed", strconv.Quote(closedQ)+" is Closed")
+	setQueueState(t, closedQ, schedulingv1beta1.QueueStateOpen)
 	waitPG(t, ns, "c", "Inqueue once the queue is Open", phaseIs(schedulingv1beta1.PodGroupInqueue))
 }
 
@@ -175,18 +178,18 @@ func TestOtherSchedulersUntouched(t *testing.T) {
 	dumpLogOnFailure(t)
 	ns := namespace(t, "other")
 	rack(t, "other", "other-rack", 1)
-	queue(t, "other-q", nil, schedulingv1beta1.QueueStateOpen, "")
+	otherQ := queue(t, "other-q", nil, schedulingv1beta1.QueueStateOpen, "")
 	before := counterValue(t, "hyperbatch_podgroupstatus_not_served_total")
 
-	byPods := podGroup(t, ns, "vc-pods", pgOpts{queue: "other-q", minMember: 2})
+	byPods := podGroup(t, ns, "vc-pods", pgOpts{queue: otherQ, minMember: 2})
 	gangPods(t, "other", ns, "vc-pods", "volcano", 2, 1)
 	vcJob := volcanoJob(t, ns, "vc-job", "volcano")
-	byJob := podGroup(t, ns, "vc-job-pg", pgOpts{queue: "other-q", minMember: 1, owner: vcJob})
+	byJob := podGroup(t, ns, "vc-job-pg", pgOpts{queue: otherQ, minMember: 1, owner: vcJob})
 	// Pods of hyperbatch-scheduler do not make a PodGroup whose owning Job names Volcano ours.
 	gangPods(t, "other", ns, "vc-job-pg", hb, 1, 1)
 	// A PodGroup of hyperbatch-scheduler beside them is served.
 	hbJob := volcanoJob(t, ns, "hb-job", hb)
-	podGroup(t, ns, "hb-job-pg", pgOpts{queue: "other-q", minMember: 1, owner: hbJob})
+	podGroup(t, ns, "hb-job-pg", pgOpts{queue: otherQ, minMember: 1, owner: hbJob})
 	waitPG(t, ns, "hb-job-pg", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
 
 	// Positive signal: the controller has reconciled (and skipped) the other scheduler's PodGroups

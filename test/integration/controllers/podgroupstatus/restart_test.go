@@ -18,10 +18,10 @@ func TestRestartWritesNothing(t *testing.T) {
 	dumpLogOnFailure(t)
 	ns := namespace(t, "restart")
 	owner := volcanoJob(t, ns, "owner", hb)
-	queue(t, "restart-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
-	podGroup(t, ns, "in", pgOpts{queue: "restart-q", minMember: 1, minGPU: 8, owner: owner})
+	q := queue(t, "restart-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
+	podGroup(t, ns, "in", pgOpts{queue: q, minMember: 1, minGPU: 8, owner: owner})
 	waitPG(t, ns, "in", "Inqueue", phaseIs(schedulingv1beta1.PodGroupInqueue))
-	podGroup(t, ns, "held", pgOpts{queue: "restart-q", minMember: 1, minGPU: 8, owner: owner})
+	podGroup(t, ns, "held", pgOpts{queue: q, minMember: 1, minGPU: 8, owner: owner})
 	waitPG(t, ns, "held", "Pending", unschedulable(corev1.ConditionTrue, "QueueCapabilityExceeded"))
 
 	var all schedulingv1beta1.PodGroupList

@@ -81,13 +81,13 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 	rack(t, "vcjob", "vcjob-rack-1", 2)
 	// Volcano's scheduler (not run here) creates the root Queue that Volcano's queue controller
 	// expects as every Queue's parent; its queue controller then opens vcjob-q.
-	queue(t, "root", nil, "", "")
-	queue(t, "vcjob-q", nil, "", "")
+	createQueue(t, "root", nil, "", "")
+	vcQueue := queue(t, "vcjob-q", nil, "", "")
 	startVolcano(t, bin)
 
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: resource.MustParse("4")}
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
-		Spec: batchv1alpha1.JobSpec{SchedulerName: hb, Queue: "vcjob-q", MinAvailable: 4,
+		Spec: batchv1alpha1.JobSpec{SchedulerName: hb, Queue: vcQueue, MinAvailable: 4,
 			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(1)},
 			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 4, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				NodeSelector:                  map[string]string{"hb-test": "vcjob"},
@@ -124,7 +124,7 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 	kubectlShows(t, ns, pgName, "")
 	waitFor(t, 30*time.Second, "Volcano's queue controller to open the Queue", func(ctx context.Context) (bool, error) {
 		var q schedulingv1beta1.Queue
-		err := env.Client.Get(ctx, client.ObjectKey{Name: "vcjob-q"}, &q)
+		err := env.Client.Get(ctx, client.ObjectKey{Name: vcQueue}, &q)
 		return err == nil && q.Status.State == schedulingv1beta1.QueueStateOpen, err
 	})
 
