@@ -75,7 +75,7 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 		m.log(ctx, req).Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || m.excluded[req.Namespace] {
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := m.newObj()

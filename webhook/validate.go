@@ -53,7 +53,7 @@ func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admis
 		log().Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || v.excluded[req.Namespace] {
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := v.newObj()

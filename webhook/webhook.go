@@ -65,6 +65,12 @@ type Options struct {
 	// manager's cache (a namespace created a moment before the workload). Default 2s; the request's
 	// own deadline (the webhook timeout) still applies.
 	NamespaceWait time.Duration
+
+	// ExcludedNamespaces are namespaces whose objects the handlers admit unchanged and unchecked,
+	// whatever the webhook configurations send: kube-system, hyperbatch's own namespace and any
+	// others the operator excludes (the manager's --excluded-namespaces). Keep it equal to the
+	// configurations' exclusions (ConfigOptions.Namespace and ExcludedNamespaces).
+	ExcludedNamespaces []string
 }
 
 // DefaultNamespaceWait is Options.NamespaceWait's default.
