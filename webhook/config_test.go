@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -68,6 +69,26 @@ func TestConfigurations(t *testing.T) {
 	for _, w := range vwc.Webhooks {
 		check(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.NamespaceSelector, w.AdmissionReviewVersions)
 	}
+	// Every entry sees only CREATEs and UPDATEs that change spec or annotations; workload entries
+	// skip namespaces the namespacelabel controller marked ungoverned.
+	disabled := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
+	for i, w := range mwc.Webhooks {
+		conds := [][]admissionregistrationv1.MatchCondition{w.MatchConditions}
+		if i < len(vwc.Webhooks) {
+			conds = append(conds, vwc.Webhooks[i].MatchConditions)
+		}
+		for _, c := range conds {
+			if len(c) != 1 || c[0].Name != MatchConditionName || c[0].Expression != matchConditionExpression {
+				t.Errorf("%s: matchConditions %+v", w.Name, c)
+			}
+		}
+		if w.Name == EntryName(KindPod, true) {
+			continue
+		}
+		if got := w.NamespaceSelector.MatchExpressions; len(got) != 2 || !equality(got[1], disabled) {
+			t.Errorf("%s: namespaceSelector %+v, want the exclusions and %+v", w.Name, w.NamespaceSelector, disabled)
+		}
+	}
 	if got := paths["pod.mutate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/mutate-pod" {
 		t.Errorf("pod URL %q", got)
 	}
@@ -92,4 +113,8 @@ func TestConfigurations(t *testing.T) {
 	if len(mwc.Webhooks[0].NamespaceSelector.MatchLabels) != 0 {
 		t.Errorf("empty pod selector still opts in by label: %+v", mwc.Webhooks[0].NamespaceSelector)
 	}
+}
+
+func equality(a, b metav1.LabelSelectorRequirement) bool {
+	return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
 }

@@ -69,11 +69,13 @@ func (d *deps) podValidator() admission.Handler {
 		handlerBase: base[corev1.Pod](d, KindPod),
 		check: func(_ context.Context, c *checker, pod, old *corev1.Pod, update bool) error {
 			q := pod.Annotations[defaults.QueueNameAnnotation]
-			if strings.TrimSpace(q) == "" || strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
+			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
+			path := field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation)
+			if !c.queueSpelling(path, q, update, oldQ, had) || strings.TrimSpace(q) == "" ||
+				strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
 				return nil
 			}
-			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
-			c.queue(field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation), q, update, oldQ, had)
+			c.queue(path, q, update, oldQ, had)
 			return nil
 		},
 	}
