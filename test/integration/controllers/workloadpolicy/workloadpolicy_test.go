@@ -76,9 +76,9 @@ func TestPolicyStatusFollowsNamespaces(t *testing.T) {
 		return err == nil && st.MatchingNamespaces == 3, err
 	})
 
-	// An operator the apiserver's schema cannot catch: Ready=False naming the field.
+	// A label key the CRD's schema does not check (operators it does): Ready=False naming the field.
 	bad := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-selector"}, Spec: hbv1.WorkloadPolicySpec{
-		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near", Values: []string{"x"}}}}}}
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team name!", Operator: metav1.LabelSelectorOpExists}}}}}
 	if err := c.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
