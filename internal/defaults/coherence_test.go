@@ -1,10 +1,6 @@
 package defaults
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
@@ -14,23 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-// karmadaSample reads a PropagationPolicy from Karmada's own samples in the Go module cache (the
-// version go.mod pins), so the test judges what Karmada's users actually apply.
 func karmadaSample(t *testing.T, rel string) *policyv1alpha1.PropagationPolicy {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/karmada-io/karmada").Output()
-	require.NoError(t, err, "locating the karmada module (go mod download github.com/karmada-io/karmada)")
-	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "samples", rel))
+	pp, err := builders.KarmadaSample(rel, "a")
 	require.NoError(t, err)
-	pp := &policyv1alpha1.PropagationPolicy{}
-	require.NoError(t, yaml.UnmarshalStrict(raw, pp), "decoding %s", rel)
-	pp.Namespace = "a"
 	return pp
 }
 
