@@ -127,3 +127,42 @@ func TestExcludedNamespacesAreNotJudged(t *testing.T) {
 	resp = d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job, nil))
 	assert.False(t, resp.Allowed)
 }
+
+// A WorkloadPolicy whose namespaceSelector could not be applied is refused, one cause per field,
+// each naming the fix; an unchanged invalid selector (stored before) is not judged again on UPDATE.
+func TestWorkloadPolicySelectorRefused(t *testing.T) {
+	v := testDeps(t).workloadPolicyValidator()
+	pol := func(reqs ...metav1.LabelSelectorRequirement) *hbv1.WorkloadPolicy {
+		return &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: hbv1.WorkloadPolicySpec{
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: reqs}}}
+	}
+	for _, tc := range []struct {
+		req  metav1.LabelSelectorRequirement
+		want string
+	}{
+		{metav1.LabelSelectorRequirement{Key: "team", Operator: "Bogus", Values: []string{"a"}},
+			`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "Bogus": must be one of In, NotIn, Exists, DoesNotExist`},
+		{metav1.LabelSelectorRequirement{Key: "team", Operator: "in", Values: []string{"a"}},
+			`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "in": must be one of In, NotIn, Exists, DoesNotExist (operators are case-sensitive: write In)`},
+		{metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn},
+			"spec.namespaceSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+		{metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}},
+			"spec.namespaceSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
+		{metav1.LabelSelectorRequirement{Key: "team name", Operator: metav1.LabelSelectorOpExists},
+			`spec.namespaceSelector.matchExpressions[0].key: Invalid value: "team name"`},
+	} {
+		resp := v.Handle(context.Background(), request(t, KindWorkloadPolicy, admissionv1.Create, pol(tc.req), nil))
+		wantDenied(t, resp, http.StatusUnprocessableEntity, `WorkloadPolicy.hyperbatch.dev "p" is invalid: `+tc.want)
+		assert.Len(t, resp.Result.Details.Causes, 1, "%v", resp.Result.Details.Causes)
+	}
+	bad := pol(metav1.LabelSelectorRequirement{Key: "team", Operator: "Bogus"})
+	good := pol(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}})
+	resp := v.Handle(context.Background(), request(t, KindWorkloadPolicy, admissionv1.Create, good, nil))
+	assert.True(t, resp.Allowed, "%v", resp.Result)
+	changed := bad.DeepCopy()
+	changed.Spec.Weight = 3
+	resp = v.Handle(context.Background(), request(t, KindWorkloadPolicy, admissionv1.Update, changed, bad))
+	assert.True(t, resp.Allowed, "an unchanged selector was judged again: %v", resp.Result)
+	resp = v.Handle(context.Background(), request(t, KindWorkloadPolicy, admissionv1.Update, bad, good))
+	assert.False(t, resp.Allowed, "a selector changed to an invalid one passed")
+}

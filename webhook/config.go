@@ -129,6 +129,12 @@ type entryPolicy struct {
 var createOrUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 
 func policyOf(k Kind) entryPolicy {
+	if k == KindWorkloadPolicy {
+		// Policies: fail open. A policy written while hyperbatch is down (or in the same Helm release
+		// as hyperbatch, before the manager serves) is stored; if its selector is invalid the
+		// workloadpolicy controller reports it (Ready=False).
+		return entryPolicy{validateOps: createOrUpdate, failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
+	}
 	if k == KindPod {
 		// Pods: fail open and stay short.
 		return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
@@ -175,6 +181,9 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 		spec, pol := kindSpecs[k], policyOf(k)
 		rules := func(ops []admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 			scope := admissionregistrationv1.NamespacedScope
+			if spec.cluster {
+				scope = admissionregistrationv1.ClusterScope
+			}
 			return []admissionregistrationv1.RuleWithOperations{{
 				Operations: ops,
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{spec.gvk.Group}, APIVersions: []string{spec.gvk.Version},
@@ -182,21 +191,22 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 			}}
 		}
 		fp, timeout := pol.failurePolicy, pol.timeout
-		conds := matchConditions()
-		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    EntryName(k, true),
-			ClientConfig:            o.clientConfig(spec.mutatePath),
-			Rules:                   rules(pol.mutateOps),
-			FailurePolicy:           &fp,
-			MatchPolicy:             &matchPolicy,
-			NamespaceSelector:       o.namespaceSelector(k),
-			ObjectSelector:          objectSelector(k),
-			MatchConditions:         conds,
-			SideEffects:             &sideEffects,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      &reinvoke,
-		})
+		if spec.mutatePath != "" {
+			mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
+				Name:                    EntryName(k, true),
+				ClientConfig:            o.clientConfig(spec.mutatePath),
+				Rules:                   rules(pol.mutateOps),
+				FailurePolicy:           &fp,
+				MatchPolicy:             &matchPolicy,
+				NamespaceSelector:       o.namespaceSelector(k),
+				ObjectSelector:          objectSelector(k),
+				MatchConditions:         matchConditions(),
+				SideEffects:             &sideEffects,
+				TimeoutSeconds:          &timeout,
+				AdmissionReviewVersions: []string{"v1"},
+				ReinvocationPolicy:      &reinvoke,
+			})
+		}
 		if spec.validatePath == "" {
 			continue
 		}
@@ -236,6 +246,9 @@ func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.Webhook
 // namespaceSelector keeps kube-system, hyperbatch's namespace and the configured exclusions out of
 // every webhook, and adds the Pod opt-in selector (Pods) or the workload selector (other kinds).
 func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
+	if kindSpecs[k].cluster {
+		return nil // cluster-scoped objects are never skipped by a namespaceSelector
+	}
 	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: o.excluded(),
 	}}}

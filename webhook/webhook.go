@@ -31,11 +31,12 @@ const (
 	KindJobSet            Kind = "JobSet"
 	KindHyperJob          Kind = "HyperJob"
 	KindPropagationPolicy Kind = "PropagationPolicy"
+	KindWorkloadPolicy    Kind = "WorkloadPolicy"
 )
 
 // AllKinds are every kind, in the order the webhook configurations list them.
 func AllKinds() []Kind {
-	return []Kind{KindPod, KindVolcanoJob, KindPodGroup, KindJobSet, KindHyperJob, KindPropagationPolicy}
+	return []Kind{KindPod, KindVolcanoJob, KindPodGroup, KindJobSet, KindHyperJob, KindPropagationPolicy, KindWorkloadPolicy}
 }
 
 // Stable paths of the webhook server's handlers. The webhook configurations refer to them, so they
@@ -53,6 +54,8 @@ const (
 	ValidatePodGroupPath   = "/validate-podgroup"
 	ValidateJobSetPath     = "/validate-jobset"
 	ValidateHyperJobPath   = "/validate-hyperjob"
+
+	ValidateWorkloadPolicyPath = "/validate-workloadpolicy"
 )
 
 // Options tune Setup. The zero value serves every kind.
@@ -174,8 +177,9 @@ func ReadyCheck(mgr manager.Manager) healthz.Checker {
 type kindSpec struct {
 	gvk          schema.GroupVersionKind
 	resource     string
-	mutatePath   string
+	mutatePath   string // "" when the kind has no mutating webhook
 	validatePath string // "" when the kind has no validating webhook
+	cluster      bool   // cluster-scoped
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -191,6 +195,8 @@ var kindSpecs = map[Kind]kindSpec{
 		mutatePath: MutateHyperJobPath, validatePath: ValidateHyperJobPath},
 	KindPropagationPolicy: {gvk: schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, resource: "propagationpolicies",
 		mutatePath: MutatePropagationPolicyPath},
+	KindWorkloadPolicy: {gvk: hbv1.GroupVersion.WithKind("WorkloadPolicy"), resource: "workloadpolicies",
+		validatePath: ValidateWorkloadPolicyPath, cluster: true},
 }
 
 func hasKind(kinds []Kind, k Kind) bool {
@@ -221,8 +227,12 @@ func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {
 			m, v = d.hyperJobMutator(), d.hyperJobValidator()
 		case KindPropagationPolicy:
 			m = d.propagationPolicyMutator()
+		case KindWorkloadPolicy:
+			v = d.workloadPolicyValidator()
 		}
-		out[spec.mutatePath] = m
+		if spec.mutatePath != "" && m != nil {
+			out[spec.mutatePath] = m
+		}
 		if spec.validatePath != "" && v != nil {
 			out[spec.validatePath] = v
 		}

@@ -115,13 +115,8 @@ type PolicyDefaults struct {
 }
 
 // WorkloadPolicySpec says which namespaces a policy governs, what it defaults and what it allows.
-// The namespaceSelector rules below refuse what metav1.LabelSelectorAsSelector would refuse later,
-// so a policy that could not be applied is never stored (label key and value syntax is left to
-// the workloadpolicy controller's Ready condition: a regular expression over an unbounded map is
-// beyond the CRD's CEL cost budget).
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",messageExpression="'operator ' + self.namespaceSelector.matchExpressions.filter(e, !(e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])).map(e, e.operator).join(', ') + ' is not one of In, NotIn, Exists, DoesNotExist: operators are case-sensitive, write In rather than in'",fieldPath=".namespaceSelector.matchExpressions",reason=FieldValueInvalid
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, !(e.operator in ['In', 'NotIn']) || (has(e.values) && size(e.values) > 0))",message="operators In and NotIn need at least one value in values",fieldPath=".namespaceSelector.matchExpressions",reason=FieldValueInvalid
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, !(e.operator in ['Exists', 'DoesNotExist']) || !has(e.values) || size(e.values) == 0)",message="operators Exists and DoesNotExist take no values: remove values",fieldPath=".namespaceSelector.matchExpressions",reason=FieldValueInvalid
+// Its namespaceSelector is checked by hyperbatch's validating webhook (a CEL rule over the
+// selector's unbounded lists is beyond the CRD's cost budget); its names by the CEL rules below.
 type WorkloadPolicySpec struct {
 	// NamespaceSelector picks the namespaces this policy governs. Empty selects every namespace.
 	// +optional

@@ -182,16 +182,6 @@ func TestWorkloadPolicyValidation(t *testing.T) {
 		{"zero deadline", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{ActiveDeadlineSeconds: ptr.To[int64](0)}}, "spec.defaults.activeDeadlineSeconds"},
 		{"empty allowed queue", hbv1.WorkloadPolicySpec{AllowedQueues: []string{""}}, "spec.allowedQueues[0]"},
 		{"tier zero", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{HighestTierAllowed: ptr.To[int32](0)}}}, "highestTierAllowed"},
-		// Selectors metav1.LabelSelectorAsSelector would refuse later are refused now, naming the
-		// field and the fix.
-		{"bogus operator", selectorSpec(metav1.LabelSelectorRequirement{Key: "team", Operator: "Bogus", Values: []string{"a"}}),
-			"spec.namespaceSelector.matchExpressions: Invalid value: \"object\": operator Bogus is not one of In, NotIn, Exists, DoesNotExist: operators are case-sensitive"},
-		{"lower-case in", selectorSpec(metav1.LabelSelectorRequirement{Key: "team", Operator: "in", Values: []string{"a"}}),
-			"operator in is not one of In, NotIn, Exists, DoesNotExist: operators are case-sensitive, write In rather than in"},
-		{"In without values", selectorSpec(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpIn}),
-			"spec.namespaceSelector.matchExpressions: Invalid value: \"object\": operators In and NotIn need at least one value in values"},
-		{"Exists with values", selectorSpec(metav1.LabelSelectorRequirement{Key: "team", Operator: metav1.LabelSelectorOpExists, Values: []string{"a"}}),
-			"operators Exists and DoesNotExist take no values: remove values"},
 		// Names with spaces around them, or blank, are refused with what a valid name looks like.
 		{"padded queue", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: " team-a "}},
 			"spec.defaults.queue: Invalid value: \"string\": a Volcano queue name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'team-a'"},
@@ -281,8 +271,4 @@ spec:
 	if !strings.Contains(err.Error(), "widgets.example.com") && !strings.Contains(err.Error(), "notatype") {
 		t.Errorf("error does not name the bad CRD: %v", err)
 	}
-}
-
-func selectorSpec(req metav1.LabelSelectorRequirement) hbv1.WorkloadPolicySpec {
-	return hbv1.WorkloadPolicySpec{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{req}}}
 }
