@@ -50,11 +50,14 @@ func TestPaddedQueueAndCoherentDefaults(t *testing.T) {
 	ctx, cancel := framework.Context(30 * time.Second)
 	defer cancel()
 	createNamespace(t, "coherent-a", map[string]string{"team": "a"}, nil)
-	job := vcJob("coherent-a", "padded", func(s *batchv1alpha1.JobSpec) { s.Queue = " team-a " })
-	err := env.Client.Create(ctx, job)
+	// Volcano's Job and PodGroup CRDs refuse a padded spec.queue by their own pattern; queue
+	// annotations (JobSets, Pods) have no schema, so there the webhook is what refuses them.
+	js := jobSet("coherent-a", "padded")
+	js.Annotations = map[string]string{defaults.QueueNameAnnotation: " team-a "}
+	err := env.Client.Create(ctx, js)
 	require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
-	assert.Contains(t, err.Error(), `spec.queue: Invalid value: " team-a ": a queue name has no spaces around it or after "namespace/": `+
-		`Volcano looks the queue up by its exact name; write "team-a"`)
+	assert.Contains(t, err.Error(), `metadata.annotations[scheduling.volcano.sh/queue-name]: Invalid value: " team-a ": `+
+		`a queue name has no spaces around it or after "namespace/": Volcano looks the queue up by its exact name; write "team-a"`)
 
 	c, w := warningClient(t)
 	pp, err := builders.KarmadaSample("nginx/propagationpolicy.yaml", "coherent-a")
@@ -72,4 +75,17 @@ func TestPaddedQueueAndCoherentDefaults(t *testing.T) {
 	assert.Equal(t, "team-a", pinned.Spec.Queue)
 	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
 		`spec.networkTopology (networkTopology hard, highestTierAllowed 2 from WorkloadPolicy team-a) was not defaulted: it would contradict spec.tasks[0].template.spec.nodeName "node-7"`)
+}
+
+// Through a real apiserver: a WorkloadPolicy whose namespaceSelector could not be applied is
+// refused by the validating webhook, naming the field and the fix.
+func TestWorkloadPolicyInvalidSelectorRefused(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	p := builders.MakePolicy("lower-case-in").Obj()
+	p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "in", Values: []string{"a"}}}}
+	err := env.Client.Create(ctx, p)
+	require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
+	assert.Contains(t, err.Error(), `admission webhook "workloadpolicy.validate.hyperbatch.dev" denied the request: WorkloadPolicy.hyperbatch.dev "lower-case-in" is invalid: `+
+		`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "in": must be one of In, NotIn, Exists, DoesNotExist (operators are case-sensitive: write In)`)
 }
