@@ -96,8 +96,9 @@ func TestPolicyStatusFollowsNamespaces(t *testing.T) {
 	})
 }
 
-func queuesCondition(ctx context.Context, name string) (*metav1.Condition, error) {
-	st, err := policyStatus(ctx, name)
+// queuesCondition is the QueuesExist condition of the policy "queues".
+func queuesCondition(ctx context.Context) (*metav1.Condition, error) {
+	st, err := policyStatus(ctx, "queues")
 	if err != nil {
 		return nil, err
 	}
@@ -117,10 +118,10 @@ func TestQueuesExistCondition(t *testing.T) {
 		AllowedQueues: []string{"q-there", "q-missing", "namespace/per-ns"}}}
 	require.NoError(t, c.Create(ctx, p))
 	waitFor(t, "QueuesExist=False naming the missing queue", func(ctx context.Context) (bool, error) {
-		cond, err := queuesCondition(ctx, "queues")
+		cond, err := queuesCondition(ctx)
 		return cond != nil && cond.Status == metav1.ConditionFalse, err
 	})
-	cond, err := queuesCondition(ctx, "queues")
+	cond, err := queuesCondition(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, workloadpolicy.ReasonQueueNotFound, cond.Reason)
 	assert.Equal(t, `Volcano Queue "q-missing" (spec.defaults.queue), "q-missing" (spec.allowedQueues[1]) does not exist: `+
@@ -132,13 +133,13 @@ func TestQueuesExistCondition(t *testing.T) {
 	missing := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-missing"}}
 	require.NoError(t, c.Create(ctx, missing))
 	waitFor(t, "QueuesExist=True once the Queue exists", func(ctx context.Context) (bool, error) {
-		cond, err := queuesCondition(ctx, "queues")
+		cond, err := queuesCondition(ctx)
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == workloadpolicy.ReasonQueuesFound, err
 	})
 
 	require.NoError(t, c.Delete(ctx, there))
 	waitFor(t, "QueuesExist=False again once a Queue is deleted", func(ctx context.Context) (bool, error) {
-		cond, err := queuesCondition(ctx, "queues")
+		cond, err := queuesCondition(ctx)
 		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, `"q-there" (spec.allowedQueues[0])`), err
 	})
 }
