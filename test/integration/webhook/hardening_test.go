@@ -11,7 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -88,4 +90,50 @@ func TestWorkloadPolicyInvalidSelectorRefused(t *testing.T) {
 	require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
 	assert.Contains(t, err.Error(), `admission webhook "workloadpolicy.validate.hyperbatch.dev" denied the request: WorkloadPolicy.hyperbatch.dev "lower-case-in" is invalid: `+
 		`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "in": must be one of In, NotIn, Exists, DoesNotExist (operators are case-sensitive: write In)`)
+}
+
+// requests sums hyperbatch_webhook_admission_requests_total over both webhooks and every result
+// for one kind and operation.
+func requests(t *testing.T, kind, operation string) float64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := labels(m)
+			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// A PodGroup's status is written with plain updates (its CRD has no status subresource). Those
+// writes, and label changes, reach no hyperbatch webhook (matchConditions); a spec change reaches
+// both, once each, which is the positive signal the count is taken after.
+func TestStatusWritesCostNoWebhookCall(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	createNamespace(t, "status-a", map[string]string{"team": "a"}, nil)
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "status-a"}, Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1}}
+	require.NoError(t, env.Client.Create(ctx, pg))
+	require.Equal(t, "team-a", pg.Spec.Queue)
+	before := requests(t, "PodGroup", "UPDATE")
+	const writes = 20
+	for i := range writes {
+		pg.Status.Running = int32(i)
+		pg.Status.Phase = schedulingv1beta1.PodGroupRunning
+		require.NoError(t, env.Client.Update(ctx, pg))
+	}
+	pg.Labels = map[string]string{"touched": "yes"}
+	require.NoError(t, env.Client.Update(ctx, pg))
+	pg.Spec.MinMember = 2
+	require.NoError(t, env.Client.Update(ctx, pg))
+	got := requests(t, "PodGroup", "UPDATE") - before
+	assert.Equal(t, float64(2), got, "%d status writes, a label change and a spec change made %v webhook calls; want 2 (the spec change's mutating and validating)", writes, got)
 }
