@@ -6,7 +6,8 @@
 //   - hyperbatch.dev/pod-webhook=disabled on a namespace no policy governs: the workload webhooks
 //     skip those, so a hyperbatch outage never blocks workloads no policy governs. A namespace not
 //     labelled yet (just created, or while the manager is down) still reaches the workload
-//     webhooks, which fail closed: a governed namespace is never left unguarded.
+//     webhooks, which fail closed: a governed namespace is never left unguarded. While any policy
+//     has an invalid selector (it could govern any namespace) no namespace is marked disabled.
 //
 // The controller changes only labels it set itself (marked by the annotation
 // hyperbatch.dev/pod-webhook-managed), so a label an administrator set by hand, either value, is
@@ -79,15 +80,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.List(ctx, &list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing WorkloadPolicies: %w", err)
 	}
-	// Policies with invalid selectors are skipped here; the workloadpolicy controller reports them.
-	pols, _ := defaults.NewPolicies(list.Items)
+	// A policy with an invalid selector matches nothing here (the workloadpolicy controller reports
+	// it), but it might be meant to govern any namespace: while one exists, no namespace is marked
+	// ungoverned, so the workload webhooks still see them all.
+	pols, invalid := defaults.NewPolicies(list.Items)
 	governing := pols.MatchNamespace(defaults.NamespaceOf(&ns))
 	want := ""
 	switch {
 	case r.excluded[ns.Name]:
 	case governing != nil:
 		want = hbv1.PodWebhookLabelEnabled
-	default:
+	case invalid == nil:
 		want = hbv1.PodWebhookLabelDisabled
 	}
 	have, labelled := ns.Labels[hbv1.PodWebhookLabel]

@@ -101,3 +101,28 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 		t.Errorf("a hand-set label was changed to %q (err %v)", v, err)
 	}
 }
+
+// A policy whose selector cannot be parsed might govern any namespace: while it exists no namespace
+// is marked ungoverned (the workload webhooks see them all); once it is gone they are again.
+func TestInvalidPolicyMarksNoNamespaceUngoverned(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unsure", Labels: map[string]string{"team": "none"}}}))
+	eventually(t, "unsure to be marked ungoverned", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "unsure")
+		return v == hbv1.PodWebhookLabelDisabled, err
+	})
+	bad := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-selector"}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team name!", Operator: metav1.LabelSelectorOpExists}}},
+		AllowedQueues:     []string{"locked"}}}
+	require.NoError(t, c.Create(ctx, bad))
+	eventually(t, "the disabled label to go while an invalid policy exists", func(ctx context.Context) (bool, error) {
+		_, ok, err := labelOf(ctx, "unsure")
+		return !ok, err
+	})
+	require.NoError(t, c.Delete(ctx, bad))
+	eventually(t, "unsure to be marked ungoverned again", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "unsure")
+		return v == hbv1.PodWebhookLabelDisabled, err
+	})
+}
