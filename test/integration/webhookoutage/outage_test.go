@@ -83,6 +83,15 @@ func TestOutageDoesNotStallVolcano(t *testing.T) {
 	require.NoError(t, c.Create(ctx, free))
 	require.Empty(t, free.Annotations[hbv1.DefaultedByAnnotation])
 
+	// Two more for Volcano's own scheduler to judge once hyperbatch is down.
+	for _, ns := range []string{"gov", "free"} {
+		require.NoError(t, c.Create(ctx, podGroup(ns, "pg-vc", "")))
+	}
+	for _, q := range []string{"team-a", "default"} {
+		require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q},
+			Spec: schedulingv1beta1.QueueSpec{Weight: 1}})))
+	}
+
 	w.StopManager()
 	// A positive signal that the webhook server is down: a governed CREATE is refused for it.
 	framework.Eventually(t, 30*time.Second, "a governed PodGroup CREATE to fail on the stopped webhook", func(ctx context.Context) (bool, error) {
@@ -108,6 +117,9 @@ func TestOutageDoesNotStallVolcano(t *testing.T) {
 		_, err = vc.SchedulingV1beta1().PodGroups(ns).Update(ctx, updated, metav1.UpdateOptions{})
 		require.NoError(t, err, "a label change in %s stalled on the stopped webhook", ns)
 	}
+
+	// The real thing: Volcano's scheduler writes PodGroup status while hyperbatch is down.
+	volcanoWritesStatus(t, client.ObjectKey{Namespace: "gov", Name: "pg-vc"}, client.ObjectKey{Namespace: "free", Name: "pg-vc"})
 
 	// Ungoverned namespaces are not hyperbatch's: a new PodGroup there is created.
 	require.NoError(t, c.Create(ctx, podGroup("free", "pg-2", "")), "a PodGroup in an ungoverned namespace was blocked by the outage")
