@@ -28,6 +28,8 @@ type deps struct {
 	nsWait   time.Duration
 	// noPodGroupGate: controllers/podgroup does not run, so the PodGroup gate admits every pod.
 	noPodGroupGate bool
+	// excluded are the namespaces the handlers never judge (Options.ExcludedNamespaces).
+	excluded map[string]bool
 
 	// Namespaces and PriorityClasses straight from their informers' stores (Setup wires them): the
 	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit
@@ -43,11 +45,16 @@ type store interface {
 
 func newDeps(r reader, opts Options) *deps {
 	opts = opts.withDefaults()
-	return &deps{
+	d := &deps{
 		reader:   r,
 		policies: newPolicyCache(r),
 		nsWait:   opts.NamespaceWait,
+		excluded: map[string]bool{},
 	}
+	for _, n := range opts.ExcludedNamespaces {
+		d.excluded[n] = true
+	}
+	return d
 }
 
 // storeOf returns the store behind a controller-runtime informer (a client-go shared informer).

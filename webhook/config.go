@@ -58,6 +58,13 @@ type ConfigOptions struct {
 	// ExcludedNamespaces are further namespaces no webhook admits objects in.
 	ExcludedNamespaces []string
 
+	// WorkloadNamespaceSelector picks the namespaces whose workloads (every kind but Pods) the
+	// webhooks admit (the exclusions above still apply). nil means every namespace not labelled
+	// hyperbatch.dev/pod-webhook=disabled (hbv1.PodWebhookLabelDisabled), the label the
+	// namespacelabel controller writes on namespaces no WorkloadPolicy governs; an empty selector
+	// means every namespace.
+	WorkloadNamespaceSelector *metav1.LabelSelector
+
 	// PodNamespaceSelector picks the namespaces whose Pods the Pod webhooks admit (the exclusions
 	// above still apply). nil means namespaces labelled hyperbatch.dev/pod-webhook=enabled (hbv1.PodWebhookLabel);
 	// an empty selector means every namespace.
@@ -122,6 +129,12 @@ type entryPolicy struct {
 var createOrUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
 
 func policyOf(k Kind) entryPolicy {
+	if k == KindWorkloadPolicy {
+		// Policies: fail open. A policy written while hyperbatch is down (or in the same Helm release
+		// as hyperbatch, before the manager serves) is stored; if its selector is invalid the
+		// workloadpolicy controller reports it (Ready=False).
+		return entryPolicy{validateOps: createOrUpdate, failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
+	}
 	if k == KindPod {
 		// Pods: fail open and stay short.
 		return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
@@ -168,6 +181,9 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 		spec, pol := kindSpecs[k], policyOf(k)
 		rules := func(ops []admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 			scope := admissionregistrationv1.NamespacedScope
+			if spec.cluster {
+				scope = admissionregistrationv1.ClusterScope
+			}
 			return []admissionregistrationv1.RuleWithOperations{{
 				Operations: ops,
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{spec.gvk.Group}, APIVersions: []string{spec.gvk.Version},
@@ -175,19 +191,22 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 			}}
 		}
 		fp, timeout := pol.failurePolicy, pol.timeout
-		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:                    EntryName(k, true),
-			ClientConfig:            o.clientConfig(spec.mutatePath),
-			Rules:                   rules(pol.mutateOps),
-			FailurePolicy:           &fp,
-			MatchPolicy:             &matchPolicy,
-			NamespaceSelector:       o.namespaceSelector(k),
-			ObjectSelector:          objectSelector(k),
-			SideEffects:             &sideEffects,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-			ReinvocationPolicy:      &reinvoke,
-		})
+		if spec.mutatePath != "" {
+			mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
+				Name:                    EntryName(k, true),
+				ClientConfig:            o.clientConfig(spec.mutatePath),
+				Rules:                   rules(pol.mutateOps),
+				FailurePolicy:           &fp,
+				MatchPolicy:             &matchPolicy,
+				NamespaceSelector:       o.namespaceSelector(k),
+				ObjectSelector:          objectSelector(k),
+				MatchConditions:         matchConditions(),
+				SideEffects:             &sideEffects,
+				TimeoutSeconds:          &timeout,
+				AdmissionReviewVersions: []string{"v1"},
+				ReinvocationPolicy:      &reinvoke,
+			})
+		}
 		if spec.validatePath == "" {
 			continue
 		}
@@ -200,6 +219,7 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 			MatchPolicy:             &matchPolicy,
 			NamespaceSelector:       o.namespaceSelector(k),
 			ObjectSelector:          objectSelector(k),
+			MatchConditions:         matchConditions(),
 			SideEffects:             &sideEffects,
 			TimeoutSeconds:          &vtimeout,
 			AdmissionReviewVersions: []string{"v1"},
@@ -258,22 +278,48 @@ func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.Webhook
 	return cc
 }
 
-// namespaceSelector keeps kube-system and hyperbatch's namespace out of every webhook, and for Pods
-// adds the opt-in selector.
+// namespaceSelector keeps kube-system, hyperbatch's namespace and the configured exclusions out of
+// every webhook, and adds the Pod opt-in selector (Pods) or the workload selector (other kinds).
 func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
+	if kindSpecs[k].cluster {
+		return nil // cluster-scoped objects are never skipped by a namespaceSelector
+	}
 	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: o.excluded(),
 	}}}
-	if k != KindPod {
-		return sel
+	extra := o.WorkloadNamespaceSelector
+	if extra == nil {
+		extra = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{hbv1.PodWebhookLabelDisabled},
+		}}}
 	}
-	pods := o.PodNamespaceSelector
-	if pods == nil {
-		pods = &metav1.LabelSelector{MatchLabels: map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}}
+	if k == KindPod {
+		extra = o.PodNamespaceSelector
+		if extra == nil {
+			extra = &metav1.LabelSelector{MatchLabels: map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}}
+		}
 	}
-	sel.MatchLabels = copyMap(pods.MatchLabels)
-	sel.MatchExpressions = append(sel.MatchExpressions, pods.DeepCopy().MatchExpressions...)
+	sel.MatchLabels = copyMap(extra.MatchLabels)
+	sel.MatchExpressions = append(sel.MatchExpressions, extra.DeepCopy().MatchExpressions...)
 	return sel
+}
+
+// MatchConditionName names the one match condition of every webhook entry.
+const MatchConditionName = "create-or-spec-or-annotations-changed"
+
+// matchConditionExpression lets a CREATE through, and an UPDATE only when it changes the object's
+// spec or annotations: everything the handlers default, carry over or validate lives there. A
+// status write by plain update (Volcano's scheduler writes PodGroup status so: the PodGroup CRD has
+// no status subresource), a label, finalizer or owner-reference change never reaches hyperbatch, so
+// a hyperbatch outage cannot stall them and they cost no webhook call. has() guards every field, so
+// the expression never errors (an error would count as a webhook failure).
+const matchConditionExpression = "request.operation != 'UPDATE' || " +
+	"(has(object.spec) ? object.spec : {}) != (has(oldObject.spec) ? oldObject.spec : {}) || " +
+	"(has(object.metadata.annotations) ? object.metadata.annotations : {}) != " +
+	"(has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {})"
+
+func matchConditions() []admissionregistrationv1.MatchCondition {
+	return []admissionregistrationv1.MatchCondition{{Name: MatchConditionName, Expression: matchConditionExpression}}
 }
 
 // objectSelector: Pods made by Volcano's job controller or by a JobSet's Jobs come from templates

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -33,8 +34,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 7 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 7 (with the PropagationPolicy check and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 8 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 8 (with the PropagationPolicy and WorkloadPolicy checks and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -46,12 +47,18 @@ func TestConfigurations(t *testing.T) {
 			paths[name] = *cc.URL
 		}
 		wantFP := admissionregistrationv1.Fail
-		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) || name == JobSetPodGateEntryName {
+		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) || name == JobSetPodGateEntryName || name == EntryName(KindWorkloadPolicy, false) {
 			wantFP = admissionregistrationv1.Ignore
 		}
 		if *fp != wantFP || *se != admissionregistrationv1.SideEffectClassNone || *mp != admissionregistrationv1.Equivalent ||
 			len(versions) != 1 || versions[0] != "v1" {
 			t.Errorf("%s: failurePolicy %s sideEffects %s matchPolicy %s versions %v", name, *fp, *se, *mp, versions)
+		}
+		if name == EntryName(KindWorkloadPolicy, false) {
+			if ns != nil {
+				t.Errorf("%s: a cluster-scoped kind with a namespaceSelector %+v", name, ns)
+			}
+			return
 		}
 		ex := ns.MatchExpressions[0]
 		if ex.Key != "kubernetes.io/metadata.name" || ex.Operator != metav1.LabelSelectorOpNotIn ||
@@ -67,6 +74,38 @@ func TestConfigurations(t *testing.T) {
 	}
 	for _, w := range vwc.Webhooks {
 		check(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.NamespaceSelector, w.AdmissionReviewVersions)
+	}
+	// Every entry sees only CREATEs and UPDATEs that change spec or annotations; workload entries
+	// skip namespaces the namespacelabel controller marked ungoverned.
+	disabled := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
+	type entry struct {
+		name  string
+		conds []admissionregistrationv1.MatchCondition
+		ns    *metav1.LabelSelector
+		scope admissionregistrationv1.ScopeType
+	}
+	var entries []entry
+	for _, w := range mwc.Webhooks {
+		entries = append(entries, entry{w.Name, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
+	}
+	for _, w := range vwc.Webhooks {
+		entries = append(entries, entry{w.Name, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
+	}
+	for _, e := range entries {
+		if len(e.conds) != 1 || e.conds[0].Name != MatchConditionName || e.conds[0].Expression != matchConditionExpression {
+			t.Errorf("%s: matchConditions %+v", e.name, e.conds)
+		}
+		switch e.name {
+		case EntryName(KindPod, true), EntryName(KindPod, false):
+		case EntryName(KindWorkloadPolicy, false):
+			if e.scope != admissionregistrationv1.ClusterScope {
+				t.Errorf("%s: scope %s", e.name, e.scope)
+			}
+		default:
+			if got := e.ns.MatchExpressions; len(got) != 2 || !equality(got[1], disabled) {
+				t.Errorf("%s: namespaceSelector %+v, want the exclusions and %+v", e.name, e.ns, disabled)
+			}
+		}
 	}
 	if got := paths["pod.mutate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/mutate-pod" {
 		t.Errorf("pod URL %q", got)
@@ -92,4 +131,8 @@ func TestConfigurations(t *testing.T) {
 	if len(mwc.Webhooks[0].NamespaceSelector.MatchLabels) != 0 {
 		t.Errorf("empty pod selector still opts in by label: %+v", mwc.Webhooks[0].NamespaceSelector)
 	}
+}
+
+func equality(a, b metav1.LabelSelectorRequirement) bool {
+	return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
 }

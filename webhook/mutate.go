@@ -75,7 +75,7 @@ func (m *mutator[T]) handle(ctx context.Context, req admission.Request) (admissi
 		m.log(ctx, req).Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || m.excluded[req.Namespace] {
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := m.newObj()
@@ -131,9 +131,10 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		out = obj.DeepCopyObject().(T)
 	}
 	res := m.apply(out, ns, pols)
+	skipped := skippedWarnings(res.Skips)
 	if !res.Changed() {
-		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy)
-		return admission.Allowed(""), resultAllowed
+		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy, "skipped", len(skipped))
+		return admission.Allowed("").WithWarnings(skipped...), resultAllowed
 	}
 	var note string
 	if m.finish != nil {
@@ -156,7 +157,7 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 	resp := patchResponse(patch)
 	warning := defaultedWarning(res.Fills, patched, note)
 	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Paths(), "defaultedBy", res.DefaultedBy)
-	return resp.WithWarnings(warning), resultPatched
+	return resp.WithWarnings(append([]string{warning}, skipped...)...), resultPatched
 }
 
 // update carries defaults over from the old object. The engine is asked which fields it would fill

@@ -69,15 +69,17 @@ func (d *deps) podValidator() admission.Handler {
 		handlerBase: base[corev1.Pod](d, KindPod),
 		check: func(_ context.Context, c *checker, pod, old *corev1.Pod, update bool) error {
 			q := pod.Annotations[defaults.QueueNameAnnotation]
-			if strings.TrimSpace(q) == "" || strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
+			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
+			path := field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation)
+			if !c.queueSpelling(path, q, update, oldQ, had) || strings.TrimSpace(q) == "" ||
+				strings.TrimSpace(pod.Annotations[defaults.GroupNameAnnotation]) != "" {
 				return nil
 			}
 			// The queue counts as judged before only when the old Pod was judged: it named it and
 			// belonged to no PodGroup. Otherwise dropping the group-name annotation would let an
 			// unjudged queue through.
-			oldQ, had := old.Annotations[defaults.QueueNameAnnotation]
 			judged := had && strings.TrimSpace(old.Annotations[defaults.GroupNameAnnotation]) == ""
-			c.queue(field.NewPath("metadata", "annotations").Key(defaults.QueueNameAnnotation), q, update, oldQ, judged)
+			c.queue(path, q, update, oldQ, judged)
 			return nil
 		},
 	}

@@ -51,7 +51,7 @@ func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admis
 		log().Info("rejecting malformed request", "error", err.Error())
 		return admission.Errored(http.StatusBadRequest, err), resultError
 	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || v.excluded[req.Namespace] {
 		return admission.Allowed(""), resultAllowed
 	}
 	obj := v.newObj()
@@ -100,16 +100,37 @@ func invalid(gvk schema.GroupVersionKind, name string, errs field.ErrorList) adm
 	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: false, Result: &st}}
 }
 
-// queue checks a queue reference against the governing policy's allowedQueues. On UPDATE an
-// unchanged queue is not checked again, so tightening a policy never blocks updates (or finalizer
-// removal) of workloads admitted before.
+// queue checks a queue reference's spelling (queueSpelling) and the governing policy's
+// allowedQueues. On UPDATE an unchanged queue is not checked again, so tightening a policy never
+// blocks updates (or finalizer removal) of workloads admitted before.
 func (c *checker) queue(path *field.Path, queue string, update bool, oldQueue string, hadOld bool) {
+	if update && hadOld && queue == oldQueue || !c.queueSpelling(path, queue, update, oldQueue, hadOld) {
+		return
+	}
 	if update && hadOld && defaults.NormalizeQueue(queue) == defaults.NormalizeQueue(oldQueue) {
 		return
 	}
 	if ref := defaults.QueueRefusal(queue, c.ns, c.pols); ref != nil {
 		c.errs = append(c.errs, field.Forbidden(path, ref.Error()))
 	}
+}
+
+// queueSpelling refuses a queue reference with surrounding spaces (" team-a ", "namespace/ gpu"):
+// Volcano looks a queue up by its exact name, so such a workload would wait for a queue that does
+// not exist, and an allowedQueues check on the trimmed name would pass it. A blank reference means
+// "no queue" and passes. It reports whether the reference is well spelled; an unchanged reference on
+// UPDATE always is (it was admitted before).
+func (c *checker) queueSpelling(path *field.Path, queue string, update bool, oldQueue string, hadOld bool) bool {
+	if update && hadOld && queue == oldQueue {
+		return true
+	}
+	norm := defaults.NormalizeQueue(queue)
+	if norm == "" || norm == queue {
+		return true
+	}
+	c.errs = append(c.errs, field.Invalid(path, queue, fmt.Sprintf("a queue name has no spaces around it or after %q: "+
+		"Volcano looks the queue up by its exact name; write %q", defaults.NamespaceQueuePrefix, norm)))
+	return false
 }
 
 // lifecycleAnnotations checks hyperbatch.dev/ttl-seconds-after-finished and

@@ -93,3 +93,17 @@ func clip(s string) string {
 	}
 	return string([]rune(s)[:maxWarningRunes]) + "… (see the " + hbv1.DefaultedByAnnotation + " annotation)"
 }
+
+// skippedWarnings are one warning per default the engine left out because it would contradict the
+// workload, e.g. "hyperbatch: spec.placement.spreadConstraints (maxClusters 1 from WorkloadPolicy
+// p) was not defaulted: it would contradict ...".
+func skippedWarnings(skips []defaults.Skip) []string {
+	if len(skips) == 0 {
+		return nil
+	}
+	out := make([]string, len(skips))
+	for i, s := range skips {
+		out[i] = clip(warningPrefix + s.String())
+	}
+	return out
+}

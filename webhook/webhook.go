@@ -33,11 +33,12 @@ const (
 	KindJobSet            Kind = "JobSet"
 	KindHyperJob          Kind = "HyperJob"
 	KindPropagationPolicy Kind = "PropagationPolicy"
+	KindWorkloadPolicy    Kind = "WorkloadPolicy"
 )
 
 // AllKinds are every kind, in the order the webhook configurations list them.
 func AllKinds() []Kind {
-	return []Kind{KindPod, KindVolcanoJob, KindPodGroup, KindJobSet, KindHyperJob, KindPropagationPolicy}
+	return []Kind{KindPod, KindVolcanoJob, KindPodGroup, KindJobSet, KindHyperJob, KindPropagationPolicy, KindWorkloadPolicy}
 }
 
 // Stable paths of the webhook server's handlers. The webhook configurations refer to them, so they
@@ -57,6 +58,8 @@ const (
 	ValidateHyperJobPath   = "/validate-hyperjob"
 	// ValidatePropagationPolicyPath serves the allowedClusters check of PropagationPolicies.
 	ValidatePropagationPolicyPath = "/validate-propagationpolicy"
+
+	ValidateWorkloadPolicyPath = "/validate-workloadpolicy"
 )
 
 // Options tune Setup. The zero value serves every kind.
@@ -73,6 +76,12 @@ type Options struct {
 	// manager's cache (a namespace created a moment before the workload). Default 2s; the request's
 	// own deadline (the webhook timeout) still applies.
 	NamespaceWait time.Duration
+
+	// ExcludedNamespaces are namespaces whose objects the handlers admit unchanged and unchecked,
+	// whatever the webhook configurations send: kube-system, hyperbatch's own namespace and any
+	// others the operator excludes (the manager's --excluded-namespaces). Keep it equal to the
+	// configurations' exclusions (ConfigOptions.Namespace and ExcludedNamespaces).
+	ExcludedNamespaces []string
 }
 
 // DefaultNamespaceWait is Options.NamespaceWait's default.
@@ -186,8 +195,9 @@ func ReadyCheck(mgr manager.Manager) healthz.Checker {
 type kindSpec struct {
 	gvk          schema.GroupVersionKind
 	resource     string
-	mutatePath   string
+	mutatePath   string // "" when the kind has no mutating webhook
 	validatePath string // "" when the kind has no validating webhook
+	cluster      bool   // cluster-scoped
 }
 
 var kindSpecs = map[Kind]kindSpec{
@@ -204,6 +214,8 @@ var kindSpecs = map[Kind]kindSpec{
 	KindPropagationPolicy: {gvk: schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, resource: "propagationpolicies",
 		mutatePath: MutatePropagationPolicyPath, validatePath: ValidatePropagationPolicyPath},
 	kindJobSetPod: {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, resource: "pods", validatePath: ValidateJobSetPodPath},
+	KindWorkloadPolicy: {gvk: hbv1.GroupVersion.WithKind("WorkloadPolicy"), resource: "workloadpolicies",
+		validatePath: ValidateWorkloadPolicyPath, cluster: true},
 }
 
 func hasKind(kinds []Kind, k Kind) bool {
@@ -235,8 +247,12 @@ func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {
 			m, v = d.hyperJobMutator(), d.hyperJobValidator()
 		case KindPropagationPolicy:
 			m, v = d.propagationPolicyMutator(), d.propagationPolicyValidator()
+		case KindWorkloadPolicy:
+			v = d.workloadPolicyValidator()
 		}
-		out[spec.mutatePath] = m
+		if spec.mutatePath != "" && m != nil {
+			out[spec.mutatePath] = m
+		}
 		if spec.validatePath != "" && v != nil {
 			out[spec.validatePath] = v
 		}

@@ -189,7 +189,7 @@ func TestValidateQueues(t *testing.T) {
 	wantDenied(t, resp, http.StatusUnprocessableEntity, `Job.batch.volcano.sh "j" is invalid: spec.queue: Forbidden: queue "gpu" is not allowed in namespace "a": WorkloadPolicy "team-a" allows only "team-a", "shared"`)
 	resp = v.Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job("a", ""), nil))
 	wantDenied(t, resp, http.StatusUnprocessableEntity, `queue "" (Volcano's "default" queue) is not allowed`)
-	for _, ok := range []*batchv1alpha1.Job{job("a", " shared "), job("free", "anything")} {
+	for _, ok := range []*batchv1alpha1.Job{job("a", "shared"), job("free", "anything")} {
 		if resp := v.Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, ok, nil)); !resp.Allowed {
 			t.Errorf("%s/%q denied: %v", ok.Namespace, ok.Spec.Queue, resp.Result)
 		}

@@ -11,6 +11,12 @@ const (
 	PodWebhookLabel = "hyperbatch.dev/pod-webhook"
 	// PodWebhookLabelEnabled is the value of PodWebhookLabel that opts a namespace in.
 	PodWebhookLabelEnabled = "enabled"
+	// PodWebhookLabelDisabled is the value of PodWebhookLabel the namespacelabel controller writes
+	// on a namespace no WorkloadPolicy governs. The workload webhooks (Volcano Job, PodGroup,
+	// JobSet, HyperJob, PropagationPolicy) skip such namespaces, so a hyperbatch outage never blocks
+	// workloads that no policy governs; a namespace without the label (new, or not reconciled yet)
+	// still reaches them.
+	PodWebhookLabelDisabled = "disabled"
 	// PodWebhookManagedAnnotation ("true") on a Namespace marks a PodWebhookLabel the
 	// namespacelabel controller set, and may therefore remove; a label set by hand is never removed.
 	PodWebhookManagedAnnotation = "hyperbatch.dev/pod-webhook-managed"

@@ -31,6 +31,8 @@ type NetworkTopology struct {
 
 	// HighestTierName names the highest tier a gang may span (a tierName of the HyperNode tree).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == self.trim()",message="a tier name has no spaces around it: write the HyperNode tierName exactly"
 	// +optional
 	HighestTierName string `json:"highestTierName,omitempty"`
 }
@@ -44,6 +46,9 @@ type Propagation struct {
 	// ClusterNames are the member clusters workloads may be propagated to.
 	// +listType=set
 	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(c, c.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="a Karmada cluster name has lowercase letters, digits and '-', starts and ends with a letter or digit and has no spaces, such as 'member1': remove the spaces or correct the name"
 	// +optional
 	ClusterNames []string `json:"clusterNames,omitempty"`
 
@@ -65,16 +70,22 @@ type Propagation struct {
 type PolicyDefaults struct {
 	// Queue is the Volcano queue, as a plain name or in Volcano's "namespace/<name>" form.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=263
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(namespace/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="a Volcano queue name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'team-a', optionally after 'namespace/' for a NamespaceQueue: remove the spaces or correct the name"
 	// +optional
 	Queue string `json:"queue,omitempty"`
 
 	// PriorityClassName is the PriorityClass given to pods and gangs.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="a PriorityClass name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'batch-high': remove the spaces or correct the name"
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
 	// SchedulerName is the scheduler given to pods, e.g. hyperbatch-scheduler or volcano.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="a scheduler name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'hyperbatch-scheduler': remove the spaces or correct the name"
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
 
@@ -104,6 +115,8 @@ type PolicyDefaults struct {
 }
 
 // WorkloadPolicySpec says which namespaces a policy governs, what it defaults and what it allows.
+// Its namespaceSelector is checked by hyperbatch's validating webhook (a CEL rule over the
+// selector's unbounded lists is beyond the CRD's cost budget); its names by the CEL rules below.
 type WorkloadPolicySpec struct {
 	// NamespaceSelector picks the namespaces this policy governs. Empty selects every namespace.
 	// +optional
@@ -122,6 +135,9 @@ type WorkloadPolicySpec struct {
 	// AllowedQueues, when set, are the only queues workloads in governed namespaces may use.
 	// +listType=set
 	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=263
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(q, q.matches('^(namespace/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$'))",message="a Volcano queue name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'team-a', optionally after 'namespace/' for a NamespaceQueue: remove the spaces or correct the name"
 	// +optional
 	AllowedQueues []string `json:"allowedQueues,omitempty"`
 

@@ -7,8 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +37,7 @@ func main() {
 	fs.StringVar(&o.webhookURL, "webhook-url", "", "URL mode (local clusters): the apiserver calls this base URL, e.g. https://127.0.0.1:9443, and the manager creates the webhook configurations itself; empty means Service mode with configurations installed by the Helm chart")
 	fs.StringVar(&o.certMode, "cert-mode", string(certs.ModeSelf), "webhook certificates: self (generate, inject caBundle, rotate), cert-manager (check what cert-manager issued), external (files already in --webhook-cert-dir)")
 	fs.StringVar(&o.certSecret, "cert-secret-name", "hyperbatch-webhook-tls", "Secret in --namespace holding the webhook CA and serving certificate")
+	fs.StringVar(&o.excludedNamespaces, "excluded-namespaces", "", "comma-separated namespaces no webhook admits objects in and the namespacelabel controller never labels, besides kube-system and --namespace (platform namespaces a catch-all WorkloadPolicy must not touch)")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0, "client-side rate limit of the manager's requests to the apiserver, in queries per second; 0 keeps the kubeconfig's (controller-runtime: no client-side limit when it sets none), -1 disables it")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0, "burst above --kube-api-qps")
 	fs.StringVar(&o.discoveryConfig, "discovery-config", "", "HyperNode discovery configuration file in Volcano's network-topology discovery format (the value of volcano-controller.conf; docs/discovery.md); empty turns discovery off")
@@ -63,6 +68,29 @@ func controllerNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// excludedNamespaces is kube-system, hyperbatch's own namespace and the --excluded-namespaces list,
+// without repeats, in that order.
+func excludedNamespaces(own, list string) ([]string, error) {
+	out := []string{metav1.NamespaceSystem}
+	add := func(n string) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	add(own)
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			return nil, fmt.Errorf("--excluded-namespaces: %q is not a namespace name (%s); give a comma-separated list such as monitoring,ingress-nginx", n, strings.Join(errs, "; "))
+		}
+		add(n)
+	}
+	return out, nil
 }
 
 // selectedControllers parses --controllers.

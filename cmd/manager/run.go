@@ -36,7 +36,7 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
 	"lifecycle":      func(m ctrl.Manager, _ options) error { return lifecycle.NewReconciler(m).SetupWithManager(m) },
 	"namespacelabel": func(m ctrl.Manager, o options) error {
-		return namespacelabel.NewReconciler(m, o.namespace).SetupWithManager(m)
+		return namespacelabel.NewReconciler(m, o.excluded...).SetupWithManager(m)
 	},
 	// One PodGroup per gang JobSet (minMember, minResources, queue, topology), released on finish.
 	"podgroup": func(m ctrl.Manager, _ options) error { return podgroup.NewReconciler(m).SetupWithManager(m) },
@@ -87,6 +87,10 @@ type options struct {
 	kubeAPIBurst   int
 	// discoveryConfig is the HyperNode discovery configuration file (Volcano's format).
 	discoveryConfig string
+
+	excludedNamespaces string
+	// excluded is kube-system, namespace and excludedNamespaces, parsed by run.
+	excluded []string
 }
 
 // Leader election, in hyperbatch's own namespace (config/rbac is generated from this marker).
@@ -95,6 +99,9 @@ type options struct {
 func run(o options) error {
 	names, err := selectedControllers(o.controllers)
 	if err != nil {
+		return err
+	}
+	if o.excluded, err = excludedNamespaces(o.namespace, o.excludedNamespaces); err != nil {
 		return err
 	}
 	cfg, err := ctrl.GetConfig()
@@ -135,7 +142,7 @@ func run(o options) error {
 			}
 		}
 		// Without the podgroup controller nothing creates the PodGroups the PodGroup gate waits for.
-		if err := webhook.Setup(mgr, webhook.Options{NoPodGroupGate: !slices.Contains(names, "podgroup")}); err != nil {
+		if err := webhook.Setup(mgr, webhook.Options{ExcludedNamespaces: o.excluded, NoPodGroupGate: !slices.Contains(names, "podgroup")}); err != nil {
 			return fmt.Errorf("setting up webhooks: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhooks", webhook.ReadyCheck(mgr)); err != nil {
@@ -205,7 +212,7 @@ func applyURLModeConfigurations(cfg *rest.Config, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating client for webhook configurations: %w", err)
 	}
-	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace})
+	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace, ExcludedNamespaces: o.excluded})
 	ctx := context.Background()
 	for _, obj := range []client.Object{mwc, vwc} {
 		obj.SetManagedFields(nil)

@@ -1,10 +1,18 @@
-// Package namespacelabel opts the namespaces that a WorkloadPolicy governs in to the Pod webhooks.
+// Package namespacelabel labels every namespace with whether a WorkloadPolicy governs it, for the
+// webhooks' namespaceSelectors (a label selector cannot say "namespaces some policy governs").
 //
-// The Pod webhooks only see namespaces labelled hyperbatch.dev/pod-webhook=enabled (a label selector
-// cannot say "namespaces some policy governs"), so ungoverned Pods never reach hyperbatch. This
-// controller keeps that label on every governed namespace and removes it when no policy governs the
-// namespace any more. It removes only labels it set itself (marked by the annotation
-// hyperbatch.dev/pod-webhook-managed), so a label an administrator set by hand is never touched.
+//   - hyperbatch.dev/pod-webhook=enabled on a governed namespace: the Pod webhooks admit only
+//     namespaces with it, so ungoverned Pods never reach hyperbatch.
+//   - hyperbatch.dev/pod-webhook=disabled on a namespace no policy governs: the workload webhooks
+//     skip those, so a hyperbatch outage never blocks workloads no policy governs. A namespace not
+//     labelled yet (just created, or while the manager is down) still reaches the workload
+//     webhooks, which fail closed: a governed namespace is never left unguarded. While any policy
+//     has an invalid selector (it could govern any namespace) no namespace is marked disabled.
+//
+// The controller changes only labels it set itself (marked by the annotation
+// hyperbatch.dev/pod-webhook-managed), so a label an administrator set by hand, either value, is
+// never touched. Excluded namespaces (kube-system, hyperbatch's own, --excluded-namespaces) get no
+// label, and lose one the controller set: no webhook admits objects there.
 package namespacelabel
 
 import (
@@ -12,6 +20,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,15 +40,22 @@ import (
 type Reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
-	// excluded are namespaces never labelled (kube-system and hyperbatch's own): no webhook admits
-	// objects there.
+	// excluded are namespaces never labelled (kube-system, hyperbatch's own, the configured
+	// exclusions): no webhook admits objects there.
 	excluded map[string]bool
 }
 
-// NewReconciler builds a Reconciler; ownNamespace is hyperbatch's namespace.
-func NewReconciler(mgr ctrl.Manager, ownNamespace string) *Reconciler {
-	return &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("hyperbatch-namespacelabel"),
-		excluded: map[string]bool{"kube-system": true, ownNamespace: true}}
+// NewReconciler builds a Reconciler. excluded are the namespaces no webhook admits objects in:
+// hyperbatch's own and any others (--excluded-namespaces); kube-system always is.
+func NewReconciler(mgr ctrl.Manager, excluded ...string) *Reconciler {
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("hyperbatch-namespacelabel"),
+		excluded: map[string]bool{metav1.NamespaceSystem: true}}
+	for _, n := range excluded {
+		if n != "" {
+			r.excluded[n] = true
+		}
+	}
+	return r
 }
 
 // SetupWithManager watches namespaces, and policies because a policy change can govern any namespace.
@@ -64,37 +80,56 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.List(ctx, &list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing WorkloadPolicies: %w", err)
 	}
-	// Policies with invalid selectors are skipped here; the workloadpolicy controller reports them.
-	pols, _ := defaults.NewPolicies(list.Items)
+	// A policy with an invalid selector matches nothing here (the workloadpolicy controller reports
+	// it), but it might be meant to govern any namespace: while one exists, no namespace is marked
+	// ungoverned, so the workload webhooks still see them all.
+	pols, invalid := defaults.NewPolicies(list.Items)
 	governing := pols.MatchNamespace(defaults.NamespaceOf(&ns))
-	want := governing != nil && !r.excluded[ns.Name]
-
-	labelled := ns.Labels[hbv1.PodWebhookLabel] == hbv1.PodWebhookLabelEnabled
-	managed := ns.Annotations[hbv1.PodWebhookManagedAnnotation] == "true"
-	patch := client.MergeFrom(ns.DeepCopy())
+	want := ""
 	switch {
-	case want && !labelled:
+	case r.excluded[ns.Name]:
+	case governing != nil:
+		want = hbv1.PodWebhookLabelEnabled
+	case invalid == nil:
+		want = hbv1.PodWebhookLabelDisabled
+	}
+	have, labelled := ns.Labels[hbv1.PodWebhookLabel]
+	managed := ns.Annotations[hbv1.PodWebhookManagedAnnotation] == "true"
+	// A label set by hand is the administrator's: kept, whatever its value. The one exception is the
+	// opt-in of a governed namespace, which was always set (and marked managed) over another value.
+	handSet := labelled && !managed && (have == hbv1.PodWebhookLabelEnabled || have == hbv1.PodWebhookLabelDisabled || want != hbv1.PodWebhookLabelEnabled)
+	if have == want && (managed || !labelled) || handSet {
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if want == "" {
+		delete(ns.Labels, hbv1.PodWebhookLabel)
+		delete(ns.Annotations, hbv1.PodWebhookManagedAnnotation)
+	} else {
 		if ns.Labels == nil {
 			ns.Labels = map[string]string{}
 		}
 		if ns.Annotations == nil {
 			ns.Annotations = map[string]string{}
 		}
-		ns.Labels[hbv1.PodWebhookLabel] = hbv1.PodWebhookLabelEnabled
+		ns.Labels[hbv1.PodWebhookLabel] = want
 		ns.Annotations[hbv1.PodWebhookManagedAnnotation] = "true"
-		if err := r.client.Patch(ctx, &ns, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("labelling namespace %s for the Pod webhooks: %w", ns.Name, err)
-		}
-		r.recorder.Eventf(&ns, corev1.EventTypeNormal, "PodWebhookEnabled", "WorkloadPolicy %s governs this namespace: its Pods now get hyperbatch defaults", governing.Name)
-		log.FromContext(ctx).Info("namespace opted in to the Pod webhooks", "namespace", ns.Name, "policy", governing.Name)
-	case !want && labelled && managed:
-		delete(ns.Labels, hbv1.PodWebhookLabel)
-		delete(ns.Annotations, hbv1.PodWebhookManagedAnnotation)
-		if err := r.client.Patch(ctx, &ns, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("removing the Pod webhook label of namespace %s: %w", ns.Name, err)
-		}
-		r.recorder.Event(&ns, corev1.EventTypeNormal, "PodWebhookDisabled", "no WorkloadPolicy governs this namespace any more")
-		log.FromContext(ctx).Info("namespace opted out of the Pod webhooks", "namespace", ns.Name)
 	}
+	if err := r.client.Patch(ctx, &ns, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("setting the label %s=%q on namespace %s: %w", hbv1.PodWebhookLabel, want, ns.Name, err)
+	}
+	switch want {
+	case hbv1.PodWebhookLabelEnabled:
+		r.recorder.Eventf(&ns, corev1.EventTypeNormal, "PodWebhookEnabled", "WorkloadPolicy %s governs this namespace: its Pods now get hyperbatch defaults", governing.Name)
+	case hbv1.PodWebhookLabelDisabled:
+		if have == hbv1.PodWebhookLabelEnabled {
+			r.recorder.Event(&ns, corev1.EventTypeNormal, "PodWebhookDisabled", "no WorkloadPolicy governs this namespace any more")
+		}
+	}
+	lg := log.FromContext(ctx)
+	if want != hbv1.PodWebhookLabelEnabled && have != hbv1.PodWebhookLabelEnabled {
+		lg = lg.V(1) // every ungoverned namespace once: not news
+	}
+	lg.Info("namespace webhook label set", "namespace", ns.Name, "label", want, "was", have)
 	return ctrl.Result{}, nil
 }

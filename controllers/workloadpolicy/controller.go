@@ -1,5 +1,6 @@
 // Package workloadpolicy keeps the status of WorkloadPolicy objects: how many namespaces each one
-// governs now and whether it is valid (Ready).
+// governs now, whether it is valid (Ready), and whether the Volcano Queues it names exist
+// (QueuesExist).
 package workloadpolicy
 
 import (
@@ -12,7 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -47,6 +52,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("workloadpolicy").
 		For(&hbv1.WorkloadPolicy{}).
 		Watches(&corev1.Namespace{}, enqueue.All(r.client, func() client.ObjectList { return &hbv1.WorkloadPolicyList{} })).
+		// A Queue created or deleted changes the QueuesExist condition of the policies naming it;
+		// its updates (Volcano writes Queue status often) do not.
+		Watches(&schedulingv1beta1.Queue{}, enqueue.All(r.client, func() client.ObjectList { return &hbv1.WorkloadPolicyList{} }),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r)
 }
 
@@ -78,7 +87,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		status.MatchingNamespaces = n
 	}
+	qcond, err := r.queuesCondition(ctx, &p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	qchanged := apimeta.SetStatusCondition(&status.Conditions, qcond)
 	changed := apimeta.SetStatusCondition(&status.Conditions, cond)
+	if qchanged && qcond.Status == metav1.ConditionFalse {
+		r.recorder.Event(&p, corev1.EventTypeWarning, qcond.Reason, qcond.Message)
+	}
+	changed = changed || qchanged
 	if !changed && status.MatchingNamespaces == p.Status.MatchingNamespaces && status.ObservedGeneration == p.Status.ObservedGeneration {
 		return ctrl.Result{}, nil
 	}

@@ -54,6 +54,16 @@
 //     true is written. clusterNames is filled only when the placement has no clusterAffinities and
 //     its clusterAffinity selects nothing yet (no clusterNames, labelSelector or fieldSelector).
 //
+// # Coherent defaults, and pods that are never defaulted
+//
+// A default that would contradict what the workload itself says is left out and reported in
+// [Result].Skips, each naming the default and the user's field (coherence.go): a cluster spread
+// cap below the number of clusters the PropagationPolicy names for its replicas (a Weighted
+// staticWeightList, or Duplicated clusterNames), and a network-topology tier bound on a workload
+// that pins its pods to nodes (nodeName, a hostname nodeSelector, a required node affinity naming
+// nodes). The webhook warns about each Skip on CREATE. DaemonSet pods and static pods' mirrors are
+// never defaulted: they belong to the node, not to a batch workload.
+//
 // # Queues
 //
 // Precedence: the workload's own value > the namespace annotation scheduling.volcano.sh/queue-name

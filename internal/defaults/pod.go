@@ -2,6 +2,7 @@ package defaults
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -9,9 +10,11 @@ import (
 )
 
 // Pod fills a Pod's queue annotation, priorityClassName, schedulerName and network-topology
-// annotations where they are unset (see the package doc for what "unset" means on a Pod).
+// annotations where they are unset (see the package doc for what "unset" means on a Pod). DaemonSet
+// pods and static pods' mirrors are left alone (platformPod), and a Pod pinned to nodes gets no
+// topology (a Skip).
 func Pod(pod *corev1.Pod, ns Namespace, pols *Policies) Result {
-	if pod == nil {
+	if pod == nil || platformPod(pod) {
 		return Result{}
 	}
 	r := begin(ns, pols)
@@ -40,7 +43,14 @@ func Pod(pod *corev1.Pod, ns Namespace, pols *Policies) Result {
 
 	_, hasMode := pod.Annotations[NetworkTopologyModeAnnotation]
 	_, hasTier := pod.Annotations[NetworkTopologyHighestTierAnnotation]
-	if nt := d.NetworkTopology; nt != nil && nt.HighestTierName == "" && !hasMode && !hasTier {
+	nt := d.NetworkTopology
+	pin := ""
+	if nt != nil && nt.HighestTierName == "" && !hasMode && !hasTier {
+		pin = pinnedNodes(&pod.Spec, "spec")
+	}
+	if pin != "" {
+		r.skip("metadata.annotations["+NetworkTopologyModeAnnotation+"]", FieldNetworkTopology, topologyDescription(nt), pin)
+	} else if nt != nil && nt.HighestTierName == "" && !hasMode && !hasTier {
 		src := r.policySource()
 		r.fillAnnotation(&pod.ObjectMeta, NetworkTopologyModeAnnotation, string(topologyMode(nt)), FieldNetworkTopology, src)
 		if nt.HighestTierAllowed != nil {
@@ -50,6 +60,28 @@ func Pod(pod *corev1.Pod, ns Namespace, pols *Policies) Result {
 	}
 
 	return r.finish(&pod.ObjectMeta)
+}
+
+// MirrorPodAnnotation marks a static pod's mirror in the apiserver (the kubelet sets it).
+const MirrorPodAnnotation = corev1.MirrorPodAnnotationKey
+
+// platformPod reports whether a Pod belongs to the node rather than to a workload: a DaemonSet's
+// pod, or a static pod's mirror (the kubernetes.io/config.mirror annotation, or a Node owner). A
+// catch-all policy must not move these to another scheduler, priority or queue; they are never
+// defaulted.
+func platformPod(pod *corev1.Pod) bool {
+	if _, ok := pod.Annotations[MirrorPodAnnotation]; ok {
+		return true
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "DaemonSet" && strings.HasPrefix(o.APIVersion, "apps/") {
+			return true
+		}
+		if o.Kind == "Node" && o.APIVersion == "v1" {
+			return true
+		}
+	}
+	return false
 }
 
 // topologyMode is the policy's mode with the API default ("hard") applied.

@@ -118,7 +118,7 @@ func TestPod(t *testing.T) {
 		ns:   nsA,
 		in: pod(map[string]string{QueueNameAnnotation: " ", hbv1.DefaultedByAnnotation: "old/priorityClassName"}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "x", "y"
-			s.NodeName = "untouched"
+			s.Hostname = "untouched"
 		}),
 		want: pod(map[string]string{
 			QueueNameAnnotation:                  "team-a",
@@ -127,7 +127,7 @@ func TestPod(t *testing.T) {
 			hbv1.DefaultedByAnnotation:           "old/priorityClassName;team-a/queue,networkTopology",
 		}, func(s *corev1.PodSpec) {
 			s.PriorityClassName, s.SchedulerName = "x", "y"
-			s.NodeName = "untouched"
+			s.Hostname = "untouched"
 		}),
 		res: wantResult{Policy: "team-a", Fields: []string{qPath, modePath, tierPath}, DefaultedBy: "old/priorityClassName;team-a/queue,networkTopology"},
 	}, {

@@ -3,11 +3,15 @@ package defaults
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
@@ -121,4 +125,37 @@ func (p *Policies) MatchNamespace(ns Namespace) *hbv1.WorkloadPolicy {
 	}
 	withName[corev1.LabelMetadataName] = ns.Name
 	return p.Match(withName)
+}
+
+// validOperators are the label selector operators, in the order messages list them.
+var validOperators = []metav1.LabelSelectorOperator{metav1.LabelSelectorOpIn, metav1.LabelSelectorOpNotIn,
+	metav1.LabelSelectorOpExists, metav1.LabelSelectorOpDoesNotExist}
+
+// ValidateNamespaceSelector finds everything metav1.LabelSelectorAsSelector would refuse in a
+// policy's namespaceSelector, one error per field, each naming the fix: operators (case-sensitive),
+// values required by In/NotIn and forbidden for Exists/DoesNotExist, label key and value syntax.
+// The validating webhook refuses such a policy; NewPolicies would leave it out.
+func ValidateNamespaceSelector(sel *metav1.LabelSelector, path *field.Path) field.ErrorList {
+	if sel == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, e := range sel.MatchExpressions {
+		if !slices.Contains(validOperators, e.Operator) {
+			msg := "must be one of In, NotIn, Exists, DoesNotExist"
+			for _, op := range validOperators {
+				if strings.EqualFold(string(op), string(e.Operator)) {
+					msg += fmt.Sprintf(" (operators are case-sensitive: write %s)", op)
+				}
+			}
+			errs = append(errs, field.Invalid(path.Child("matchExpressions").Index(i).Child("operator"), string(e.Operator), msg))
+		}
+	}
+	for _, err := range metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path) {
+		if strings.HasSuffix(err.Field, ".operator") {
+			continue // reported above, with the fix
+		}
+		errs = append(errs, err)
+	}
+	return errs
 }

@@ -1,7 +1,9 @@
 package defaults
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 )
@@ -9,7 +11,8 @@ import (
 // PropagationPolicy fills a Karmada PropagationPolicy's placement from the policy's propagation
 // defaults: clusterAffinity.clusterNames, replicaScheduling (Divided with the policy's division
 // preference), a cluster spread constraint of at most maxClusters clusters (minGroups 1), and
-// propagateDeps, each only where the PropagationPolicy leaves it unset (see the package doc).
+// propagateDeps, each only where the PropagationPolicy leaves it unset (see the package doc). The
+// spread cap is skipped (Result.Skips) when the placement itself names more clusters than it allows.
 func PropagationPolicy(pp *policyv1alpha1.PropagationPolicy, ns Namespace, pols *Policies) Result {
 	if pp == nil {
 		return Result{}
@@ -21,6 +24,8 @@ func PropagationPolicy(pp *policyv1alpha1.PropagationPolicy, ns Namespace, pols 
 	}
 	src := r.policySource()
 	pl := &pp.Spec.Placement
+	// What the user's placement names, before any default joins it.
+	named, where := namedClusters(pl)
 
 	if len(p.ClusterNames) > 0 && len(pl.ClusterAffinities) == 0 && selectsNothing(pl.ClusterAffinity) {
 		if pl.ClusterAffinity == nil {
@@ -48,7 +53,10 @@ func PropagationPolicy(pp *policyv1alpha1.PropagationPolicy, ns Namespace, pols 
 		}
 	}
 
-	if p.MaxClusters != nil && *p.MaxClusters >= 1 && len(pl.SpreadConstraints) == 0 {
+	if p.MaxClusters != nil && *p.MaxClusters >= 1 && len(pl.SpreadConstraints) == 0 && len(named) > int(*p.MaxClusters) {
+		r.skip("spec.placement.spreadConstraints", FieldSpreadConstraints, fmt.Sprintf("maxClusters %d", *p.MaxClusters),
+			fmt.Sprintf("%s, which names %d clusters (%s)", where, len(named), strings.Join(named, ", ")))
+	} else if p.MaxClusters != nil && *p.MaxClusters >= 1 && len(pl.SpreadConstraints) == 0 {
 		pl.SpreadConstraints = []policyv1alpha1.SpreadConstraint{{
 			SpreadByField: policyv1alpha1.SpreadByFieldCluster,
 			MaxGroups:     int(*p.MaxClusters),

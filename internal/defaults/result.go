@@ -18,6 +18,23 @@ type Result struct {
 	// DefaultedBy is the hyperbatch.dev/defaulted-by value this call wrote (history merged in),
 	// "" when this call filled nothing.
 	DefaultedBy string
+	// Skips are the defaults this call left out because they would contradict what the workload
+	// says (coherence.go). The webhook warns about each; nothing is written for them.
+	Skips []Skip
+}
+
+// Skip is one default left out: which, from where, and the workload's own value it would contradict.
+type Skip struct {
+	// Path is the field the default would have filled, e.g. "spec.placement.spreadConstraints".
+	Path string
+	// Field is the default's short name (FieldSpreadConstraints ...).
+	Field string
+	// Default describes the default's value, e.g. "maxClusters 1".
+	Default string
+	// Source is where the default came from.
+	Source Source
+	// Conflict names the workload's own field and value the default would contradict.
+	Conflict string
 }
 
 // Fill is one field one call filled: where, which default, and where the value came from.

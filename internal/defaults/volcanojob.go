@@ -55,6 +55,10 @@ func (r *run) fillJobSpec(spec *batchv1alpha1.JobSpec, prefix string) {
 	r.fillString(&spec.PriorityClassName, d.PriorityClassName, prefix+".priorityClassName", FieldPriorityClassName)
 	r.fillString(&spec.SchedulerName, d.SchedulerName, prefix+".schedulerName", FieldSchedulerName)
 	if spec.NetworkTopology == nil && d.NetworkTopology != nil {
+		if pin := jobPinnedNodes(spec, prefix); pin != "" {
+			r.skip(prefix+".networkTopology", FieldNetworkTopology, topologyDescription(d.NetworkTopology), pin)
+			return
+		}
 		spec.NetworkTopology = jobTopology(d.NetworkTopology)
 		r.record(prefix+".networkTopology", FieldNetworkTopology, r.policySource())
 	}

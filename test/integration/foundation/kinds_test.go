@@ -182,6 +182,21 @@ func TestWorkloadPolicyValidation(t *testing.T) {
 		{"zero deadline", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{ActiveDeadlineSeconds: ptr.To[int64](0)}}, "spec.defaults.activeDeadlineSeconds"},
 		{"empty allowed queue", hbv1.WorkloadPolicySpec{AllowedQueues: []string{""}}, "spec.allowedQueues[0]"},
 		{"tier zero", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{HighestTierAllowed: ptr.To[int32](0)}}}, "highestTierAllowed"},
+		// Names with spaces around them, or blank, are refused with what a valid name looks like.
+		{"padded queue", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: " team-a "}},
+			"spec.defaults.queue: Invalid value: \"string\": a Volcano queue name has lowercase letters, digits, '-' and '.', starts and ends with a letter or digit and has no spaces, such as 'team-a'"},
+		{"blank queue", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: "   "}}, "spec.defaults.queue: Invalid value"},
+		{"space after namespace/", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: "namespace/ gpu"}}, "spec.defaults.queue: Invalid value"},
+		{"padded allowed queue", hbv1.WorkloadPolicySpec{AllowedQueues: []string{"team-a", " shared"}},
+			"spec.allowedQueues: Invalid value: \"array\": a Volcano queue name has"},
+		{"padded priority class", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{PriorityClassName: "batch-high "}},
+			"spec.defaults.priorityClassName: Invalid value: \"string\": a PriorityClass name has lowercase letters"},
+		{"scheduler with spaces", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{SchedulerName: " hyperbatch-scheduler"}},
+			"spec.defaults.schedulerName: Invalid value: \"string\": a scheduler name has"},
+		{"padded cluster", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Propagation: &hbv1.Propagation{ClusterNames: []string{"member1 "}}}},
+			"spec.defaults.propagation.clusterNames: Invalid value: \"array\": a Karmada cluster name has"},
+		{"padded tier name", hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{NetworkTopology: &hbv1.NetworkTopology{HighestTierName: "spine "}}},
+			"spec.defaults.networkTopology.highestTierName: Invalid value: \"string\": a tier name has no spaces around it"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -194,6 +209,16 @@ func TestWorkloadPolicyValidation(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err.Error(), tc.wantMsg)
 			}
 		})
+	}
+	// Well-formed names and selectors of every kind pass.
+	good := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "well-formed"}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}, {Key: "tier", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+		Defaults: hbv1.PolicyDefaults{Queue: "namespace/batch.gpu-1", PriorityClassName: "batch.high", SchedulerName: "hyperbatch-scheduler",
+			Propagation: &hbv1.Propagation{ClusterNames: []string{"member1", "member-2"}}},
+		AllowedQueues: []string{"team-a", "namespace/batch.gpu-1", "default"}}}
+	if err := env.Client.Create(ctx, good); err != nil {
+		t.Fatalf("a well-formed policy was refused: %v", err)
 	}
 	// The default mode is filled by the schema.
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "default-mode"}, Spec: hbv1.WorkloadPolicySpec{

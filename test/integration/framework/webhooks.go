@@ -117,6 +117,15 @@ func (w *WebhookEnv) startManager(opts WebhookEnvOptions) error {
 	return nil
 }
 
+// StopManager stops the manager only: the webhook server goes down while the configurations stay
+// installed, as in a hyperbatch outage. Stop still stops the control plane afterwards.
+func (w *WebhookEnv) StopManager() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.wg.Wait()
+}
+
 // Stop stops the manager and the control plane.
 func (w *WebhookEnv) Stop() {
 	if w.cancel != nil {

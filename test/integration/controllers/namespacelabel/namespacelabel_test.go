@@ -21,7 +21,7 @@ var env *framework.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(framework.RunControllerMain(m, &env, func(mgr manager.Manager) error {
-		return namespacelabel.NewReconciler(mgr, "hyperbatch-system").SetupWithManager(mgr)
+		return namespacelabel.NewReconciler(mgr, "hyperbatch-system", "platform").SetupWithManager(mgr)
 	}))
 }
 
@@ -39,12 +39,14 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 	framework.Eventually(t, 20*time.Second, what, cond)
 }
 
-// Governed namespaces are opted in to the Pod webhook, excluded ones never are, the label goes when
-// the policy goes, and a label an administrator set by hand is left alone.
+// Governed namespaces are opted in to the Pod webhook (enabled), ungoverned ones are marked for the
+// workload webhooks to skip (disabled), excluded ones (kube-system, hyperbatch's own, the manager's
+// --excluded-namespaces) get neither, the label turns to disabled when the policy goes, and a label
+// an administrator set by hand, either value, is left alone.
 func TestGovernedNamespacesAreLabelled(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
-	for _, n := range []string{"gov", "other", "manual", "hyperbatch-system"} {
+	for _, n := range []string{"gov", "other", "manual", "manual-off", "hyperbatch-system", "platform"} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"team": "ml"}}}
 		switch n {
 		case "other":
@@ -52,6 +54,8 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 		case "manual":
 			ns.Labels["team"] = "web"
 			ns.Labels[hbv1.PodWebhookLabel] = hbv1.PodWebhookLabelEnabled
+		case "manual-off": // governed, but its administrator opted it out
+			ns.Labels[hbv1.PodWebhookLabel] = hbv1.PodWebhookLabelDisabled
 		}
 		if err := c.Create(ctx, ns); err != nil {
 			t.Fatal(err)
@@ -74,21 +78,51 @@ func TestGovernedNamespacesAreLabelled(t *testing.T) {
 		n, err := framework.ReconcileTotal("namespacelabel")
 		return n >= before+float64(len(all.Items)), err
 	})
-	if _, ok, err := labelOf(ctx, "other"); err != nil || ok {
-		t.Errorf("ungoverned namespace other labelled=%v (err %v)", ok, err)
+	v, _, err := labelOf(ctx, "other")
+	require.NoError(t, err)
+	require.Equal(t, hbv1.PodWebhookLabelDisabled, v, "ungoverned namespace other")
+	for _, n := range []string{"hyperbatch-system", "platform"} {
+		v, ok, err := labelOf(ctx, n)
+		require.NoError(t, err)
+		require.False(t, ok, "excluded namespace %s labelled %q; no webhook may admit objects there", n, v)
 	}
-	if _, ok, err := labelOf(ctx, "hyperbatch-system"); err != nil || ok {
-		t.Errorf("hyperbatch's own namespace labelled=%v (err %v); no webhook may admit objects there", ok, err)
-	}
+	v, _, err = labelOf(ctx, "manual-off")
+	require.NoError(t, err)
+	require.Equal(t, hbv1.PodWebhookLabelDisabled, v, "an administrator's opt-out was overwritten")
 
 	if err := c.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the label to be removed from gov", func(ctx context.Context) (bool, error) {
-		_, ok, err := labelOf(ctx, "gov")
-		return !ok, err
+	eventually(t, "gov to be marked ungoverned", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "gov")
+		return v == hbv1.PodWebhookLabelDisabled, err
 	})
 	if v, _, err := labelOf(ctx, "manual"); err != nil || v != hbv1.PodWebhookLabelEnabled {
 		t.Errorf("a hand-set label was changed to %q (err %v)", v, err)
 	}
+}
+
+// A policy whose selector cannot be parsed might govern any namespace: while it exists no namespace
+// is marked ungoverned (the workload webhooks see them all); once it is gone they are again.
+func TestInvalidPolicyMarksNoNamespaceUngoverned(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "unsure", Labels: map[string]string{"team": "none"}}}))
+	eventually(t, "unsure to be marked ungoverned", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "unsure")
+		return v == hbv1.PodWebhookLabelDisabled, err
+	})
+	bad := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-selector"}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team name!", Operator: metav1.LabelSelectorOpExists}}},
+		AllowedQueues:     []string{"locked"}}}
+	require.NoError(t, c.Create(ctx, bad))
+	eventually(t, "the disabled label to go while an invalid policy exists", func(ctx context.Context) (bool, error) {
+		_, ok, err := labelOf(ctx, "unsure")
+		return !ok, err
+	})
+	require.NoError(t, c.Delete(ctx, bad))
+	eventually(t, "unsure to be marked ungoverned again", func(ctx context.Context) (bool, error) {
+		v, _, err := labelOf(ctx, "unsure")
+		return v == hbv1.PodWebhookLabelDisabled, err
+	})
 }

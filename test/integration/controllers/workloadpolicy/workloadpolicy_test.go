@@ -3,14 +3,18 @@ package workloadpolicy
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
@@ -76,9 +80,9 @@ func TestPolicyStatusFollowsNamespaces(t *testing.T) {
 		return err == nil && st.MatchingNamespaces == 3, err
 	})
 
-	// An operator the apiserver's schema cannot catch: Ready=False naming the field.
+	// A label key the CRD's schema does not check (operators it does): Ready=False naming the field.
 	bad := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad-selector"}, Spec: hbv1.WorkloadPolicySpec{
-		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near", Values: []string{"x"}}}}}}
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team name!", Operator: metav1.LabelSelectorOpExists}}}}}
 	if err := c.Create(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
@@ -89,5 +93,53 @@ func TestPolicyStatusFollowsNamespaces(t *testing.T) {
 		}
 		cond := apimeta.FindStatusCondition(st.Conditions, workloadpolicy.ConditionReady)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == "InvalidNamespaceSelector", nil
+	})
+}
+
+// queuesCondition is the QueuesExist condition of the policy "queues".
+func queuesCondition(ctx context.Context) (*metav1.Condition, error) {
+	st, err := policyStatus(ctx, "queues")
+	if err != nil {
+		return nil, err
+	}
+	return apimeta.FindStatusCondition(st.Conditions, workloadpolicy.ConditionQueuesExist), nil
+}
+
+// QueuesExist warns when a cluster Queue the policy names (default or allowed) does not exist,
+// naming each missing queue and its field, and follows Queues being created and deleted. The
+// policy stays Ready. NamespaceQueue references ("namespace/<name>") are not looked up.
+func TestQueuesExistCondition(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	there := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-there"}}
+	require.NoError(t, c.Create(ctx, there))
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "queues"}, Spec: hbv1.WorkloadPolicySpec{
+		Defaults:      hbv1.PolicyDefaults{Queue: "q-missing"},
+		AllowedQueues: []string{"q-there", "q-missing", "namespace/per-ns"}}}
+	require.NoError(t, c.Create(ctx, p))
+	waitFor(t, "QueuesExist=False naming the missing queue", func(ctx context.Context) (bool, error) {
+		cond, err := queuesCondition(ctx)
+		return cond != nil && cond.Status == metav1.ConditionFalse, err
+	})
+	cond, err := queuesCondition(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, workloadpolicy.ReasonQueueNotFound, cond.Reason)
+	assert.Equal(t, `Volcano Queue "q-missing" (spec.defaults.queue), "q-missing" (spec.allowedQueues[1]) does not exist: `+
+		"workloads defaulted to or allowed only a missing queue wait in Pending; create the Queue (kind Queue, scheduling.volcano.sh/v1beta1) or correct the policy", cond.Message)
+	st, err := policyStatus(ctx, "queues")
+	require.NoError(t, err)
+	assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, workloadpolicy.ConditionReady), "a missing queue made the policy not Ready")
+
+	missing := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-missing"}}
+	require.NoError(t, c.Create(ctx, missing))
+	waitFor(t, "QueuesExist=True once the Queue exists", func(ctx context.Context) (bool, error) {
+		cond, err := queuesCondition(ctx)
+		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == workloadpolicy.ReasonQueuesFound, err
+	})
+
+	require.NoError(t, c.Delete(ctx, there))
+	waitFor(t, "QueuesExist=False again once a Queue is deleted", func(ctx context.Context) (bool, error) {
+		cond, err := queuesCondition(ctx)
+		return cond != nil && cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, `"q-there" (spec.allowedQueues[0])`), err
 	})
 }

@@ -1,0 +1,139 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+)
+
+// Through a real apiserver: a DaemonSet's pod and a static pod's mirror in an opted-in, governed
+// namespace are not defaulted, while a plain Pod beside them is.
+func TestPlatformPodsNotDefaulted(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	createNamespace(t, "platform-a", map[string]string{"team": "a", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
+	ds := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-pod", Namespace: "platform-a", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "node-agent", UID: "0b5c6d4e-1111-2222-3333-444455556666", Controller: ptr.To(true)}}}, Spec: podSpec()}
+	mirror := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "static-pod", Namespace: "platform-a",
+		Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "0123abcd"}}, Spec: podSpec()}
+	mirror.Spec.NodeName = "node-1"
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "platform-a"}, Spec: podSpec()}
+	for _, p := range []*corev1.Pod{ds, mirror, plain} {
+		require.NoError(t, env.Client.Create(ctx, p), "create %s", p.Name)
+	}
+	// The positive signal that the webhook ran in this namespace.
+	require.Equal(t, "hyperbatch-scheduler", plain.Spec.SchedulerName)
+	for _, p := range []*corev1.Pod{ds, mirror} {
+		assert.Equal(t, corev1.DefaultSchedulerName, p.Spec.SchedulerName, "%s moved to the policy's scheduler", p.Name)
+		assert.Empty(t, p.Spec.PriorityClassName, p.Name)
+		assert.NotContains(t, p.Annotations, defaults.QueueNameAnnotation, p.Name)
+		assert.NotContains(t, p.Annotations, hbv1.DefaultedByAnnotation, p.Name)
+	}
+}
+
+// Through a real apiserver: a padded queue is refused with the field and the fix; Karmada's nginx
+// sample under a maxClusters-1 policy keeps its two-cluster division and the warning names both.
+func TestPaddedQueueAndCoherentDefaults(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	createNamespace(t, "coherent-a", map[string]string{"team": "a"}, nil)
+	// Volcano's Job and PodGroup CRDs refuse a padded spec.queue by their own pattern; queue
+	// annotations (JobSets, Pods) have no schema, so there the webhook is what refuses them.
+	js := jobSet("coherent-a", "padded")
+	js.Annotations = map[string]string{defaults.QueueNameAnnotation: " team-a "}
+	err := env.Client.Create(ctx, js)
+	require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
+	assert.Contains(t, err.Error(), `metadata.annotations[scheduling.volcano.sh/queue-name]: Invalid value: " team-a ": `+
+		`a queue name has no spaces around it or after "namespace/": Volcano looks the queue up by its exact name; write "team-a"`)
+
+	c, w := warningClient(t)
+	pp, err := builders.KarmadaSample("nginx/propagationpolicy.yaml", "coherent-a")
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, pp))
+	assert.Empty(t, pp.Spec.Placement.SpreadConstraints, "team-a's maxClusters 1 voided the sample's two-cluster division")
+	assert.True(t, pp.Spec.PropagateDeps, "the policy's other defaults still apply")
+	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+		"hyperbatch: spec.placement.spreadConstraints (maxClusters 1 from WorkloadPolicy team-a) was not defaulted: it would contradict "+
+			"the Weighted division in spec.placement.replicaScheduling.weightPreference.staticWeightList, which names 2 clusters (member1, member2)")
+
+	pinned := vcJob("coherent-a", "pinned", func(s *batchv1alpha1.JobSpec) { s.Tasks[0].Template.Spec.NodeName = "node-7" })
+	require.NoError(t, c.Create(ctx, pinned))
+	assert.Nil(t, pinned.Spec.NetworkTopology)
+	assert.Equal(t, "team-a", pinned.Spec.Queue)
+	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+		`spec.networkTopology (networkTopology hard, highestTierAllowed 2 from WorkloadPolicy team-a) was not defaulted: it would contradict spec.tasks[0].template.spec.nodeName "node-7"`)
+}
+
+// Through a real apiserver: a WorkloadPolicy whose namespaceSelector could not be applied is
+// refused by the validating webhook, naming the field and the fix.
+func TestWorkloadPolicyInvalidSelectorRefused(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	p := builders.MakePolicy("lower-case-in").Obj()
+	p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "in", Values: []string{"a"}}}}
+	err := env.Client.Create(ctx, p)
+	require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
+	assert.Contains(t, err.Error(), `admission webhook "workloadpolicy.validate.hyperbatch.dev" denied the request: WorkloadPolicy.hyperbatch.dev "lower-case-in" is invalid: `+
+		`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "in": must be one of In, NotIn, Exists, DoesNotExist (operators are case-sensitive: write In)`)
+}
+
+// requests sums hyperbatch_webhook_admission_requests_total over both webhooks and every result
+// for one kind and operation.
+func requests(t *testing.T, kind, operation string) float64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := labels(m)
+			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// A PodGroup's status is written with plain updates (its CRD has no status subresource). Those
+// writes, and label changes, reach no hyperbatch webhook (matchConditions); a spec change reaches
+// both, once each, which is the positive signal the count is taken after.
+func TestStatusWritesCostNoWebhookCall(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	createNamespace(t, "status-a", map[string]string{"team": "a"}, nil)
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "status-a"}, Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1}}
+	require.NoError(t, env.Client.Create(ctx, pg))
+	require.Equal(t, "team-a", pg.Spec.Queue)
+	before := requests(t, "PodGroup", "UPDATE")
+	const writes = 20
+	for i := range writes {
+		pg.Status.Running = int32(i)
+		pg.Status.Phase = schedulingv1beta1.PodGroupRunning
+		require.NoError(t, env.Client.Update(ctx, pg))
+	}
+	pg.Labels = map[string]string{"touched": "yes"}
+	require.NoError(t, env.Client.Update(ctx, pg))
+	pg.Spec.MinMember = 2
+	require.NoError(t, env.Client.Update(ctx, pg))
+	got := requests(t, "PodGroup", "UPDATE") - before
+	assert.Equal(t, float64(2), got, "%d status writes, a label change and a spec change made %v webhook calls; want 2 (the spec change's mutating and validating)", writes, got)
+}
