@@ -206,6 +206,9 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 				AdmissionReviewVersions: []string{"v1"},
 				ReinvocationPolicy:      &reinvoke,
 			})
+			if k == KindJobSet && o.WorkloadNamespaceSelector == nil {
+				mwc.Webhooks = append(mwc.Webhooks, o.selfDeclaredGangJobSetEntry(rules(pol.mutateOps), fp, timeout))
+			}
 		}
 		if spec.validatePath == "" {
 			continue
@@ -235,8 +238,8 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 const JobSetPodGateEntryName = "jobset-pod.validate.hyperbatch.dev"
 
 // jobSetPodGateEntry sends the CREATE of every pod that carries a JobSet name label, in every
-// namespace but the excluded ones (not only those opted in to the Pod webhooks: the gate serves
-// every gang JobSet), to the PodGroup gate. It fails open like the other Pod entries: while the
+// namespace but the excluded ones (not only those opted in to the Pod webhooks, and also in
+// namespaces labelled pod-webhook=disabled: the gate serves every gang JobSet), to the PodGroup gate. It fails open like the other Pod entries: while the
 // webhook is unreachable pods are created without the gate (docs/podgroup.md says what then holds
 // the gang together).
 func (o ConfigOptions) jobSetPodGateEntry() admissionregistrationv1.ValidatingWebhook {
@@ -253,7 +256,7 @@ func (o ConfigOptions) jobSetPodGateEntry() admissionregistrationv1.ValidatingWe
 		}},
 		FailurePolicy:     &fp,
 		MatchPolicy:       &matchPolicy,
-		NamespaceSelector: o.namespaceSelector(KindJobSet),
+		NamespaceSelector: o.excludedSelector(),
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpExists},
 		}},
@@ -261,6 +264,59 @@ func (o ConfigOptions) jobSetPodGateEntry() admissionregistrationv1.ValidatingWe
 		TimeoutSeconds:          &timeout,
 		AdmissionReviewVersions: []string{"v1"},
 	}
+}
+
+// JobSetGangEntryName is the JobSet mutating entry for namespaces no WorkloadPolicy governs.
+const JobSetGangEntryName = "jobset-gang.mutate.hyperbatch.dev"
+
+// selfDeclaredGangMatchName names the match condition of JobSetGangEntryName.
+const selfDeclaredGangMatchName = "self-declared-gang"
+
+// selfDeclaredGangExpression is true for a JobSet that makes itself a gang without any policy
+// (defaults.JobSetIsGang): Volcano's queue annotation, or a pod template naming hyperbatch-scheduler
+// or volcano. Every step is guarded by has(), so it never errors.
+const selfDeclaredGangExpression = "(has(object.metadata.annotations) && " +
+	"'scheduling.volcano.sh/queue-name' in object.metadata.annotations) || " +
+	"(has(object.spec) && has(object.spec.replicatedJobs) && object.spec.replicatedJobs.exists(r, " +
+	"has(r.template) && has(r.template.spec) && has(r.template.spec.template) && " +
+	"has(r.template.spec.template.spec) && has(r.template.spec.template.spec.schedulerName) && " +
+	"r.template.spec.template.spec.schedulerName in ['hyperbatch-scheduler', 'volcano']))"
+
+// selfDeclaredGangJobSetEntry sends, in namespaces labelled pod-webhook=disabled (no WorkloadPolicy
+// governs them, so the JobSet entry skips them under the default WorkloadNamespaceSelector; with a
+// selector of the caller's own it is not added), the JobSets that are gangs on their own to
+// the same JobSet mutating handler: their pod templates still need scheduling.k8s.io/group-name to
+// join the PodGroup controllers/podgroup makes. Other JobSets there never reach hyperbatch.
+func (o ConfigOptions) selfDeclaredGangJobSetEntry(rules []admissionregistrationv1.RuleWithOperations,
+	fp admissionregistrationv1.FailurePolicyType, timeout int32) admissionregistrationv1.MutatingWebhook {
+	sideEffects, matchPolicy := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
+	reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
+	sel := o.excludedSelector()
+	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled},
+	})
+	return admissionregistrationv1.MutatingWebhook{
+		Name:              JobSetGangEntryName,
+		ClientConfig:      o.clientConfig(kindSpecs[KindJobSet].mutatePath),
+		Rules:             rules,
+		FailurePolicy:     &fp,
+		MatchPolicy:       &matchPolicy,
+		NamespaceSelector: sel,
+		MatchConditions: append(matchConditions(), admissionregistrationv1.MatchCondition{
+			Name: selfDeclaredGangMatchName, Expression: selfDeclaredGangExpression,
+		}),
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+		ReinvocationPolicy:      &reinvoke,
+	}
+}
+
+// excludedSelector keeps kube-system, hyperbatch's namespace and the configured exclusions out.
+func (o ConfigOptions) excludedSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: o.excluded(),
+	}}}
 }
 
 func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
@@ -284,9 +340,7 @@ func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
 	if kindSpecs[k].cluster {
 		return nil // cluster-scoped objects are never skipped by a namespaceSelector
 	}
-	sel := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: o.excluded(),
-	}}}
+	sel := o.excludedSelector()
 	extra := o.WorkloadNamespaceSelector
 	if extra == nil {
 		extra = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{

@@ -34,8 +34,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 6 || len(vwc.Webhooks) != 8 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 6 and 8 (with the PropagationPolicy and WorkloadPolicy checks and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 7 || len(vwc.Webhooks) != 8 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 7 (with the self-declared-gang JobSet entry) and 8 (with the PropagationPolicy and WorkloadPolicy checks and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -92,6 +92,22 @@ func TestConfigurations(t *testing.T) {
 		entries = append(entries, entry{w.Name, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
 	}
 	for _, e := range entries {
+		switch e.name {
+		case JobSetPodGateEntryName:
+			// CREATE only; every non-excluded namespace, governed or not.
+			if len(e.conds) != 0 || len(e.ns.MatchExpressions) != 1 {
+				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)
+			}
+			continue
+		case JobSetGangEntryName:
+			// Only ungoverned namespaces, and only JobSets that are gangs on their own.
+			in := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
+			if len(e.conds) != 2 || e.conds[0].Expression != matchConditionExpression || e.conds[1].Expression != selfDeclaredGangExpression ||
+				len(e.ns.MatchExpressions) != 2 || !equality(e.ns.MatchExpressions[1], in) {
+				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)
+			}
+			continue
+		}
 		if len(e.conds) != 1 || e.conds[0].Name != MatchConditionName || e.conds[0].Expression != matchConditionExpression {
 			t.Errorf("%s: matchConditions %+v", e.name, e.conds)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -136,4 +137,30 @@ func TestStatusWritesCostNoWebhookCall(t *testing.T) {
 	require.NoError(t, env.Client.Update(ctx, pg))
 	got := requests(t, "PodGroup", "UPDATE") - before
 	assert.Equal(t, float64(2), got, "%d status writes, a label change and a spec change made %v webhook calls; want 2 (the spec change's mutating and validating)", writes, got)
+}
+
+// Through a real apiserver: in a namespace no WorkloadPolicy governs (labelled
+// pod-webhook=disabled, so the JobSet entries skip it), a JobSet that is a gang on its own (a pod
+// template naming volcano, or Volcano's queue annotation) still gets scheduling.k8s.io/group-name on
+// its pod templates, so its pods join the PodGroup controllers/podgroup makes; a plain JobSet there
+// never reaches hyperbatch.
+func TestSelfDeclaredGangJobSetInUngovernedNamespace(t *testing.T) {
+	ctx, cancel := framework.Context(30 * time.Second)
+	defer cancel()
+	createNamespace(t, "ungoverned-js", map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled}, nil)
+
+	byScheduler := jobSet("ungoverned-js", "by-scheduler")
+	byScheduler.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.SchedulerName = defaults.VolcanoSchedulerName
+	byQueue := jobSet("ungoverned-js", "by-queue")
+	byQueue.Annotations = map[string]string{defaults.QueueNameAnnotation: "shared"}
+	plain := jobSet("ungoverned-js", "plain")
+	for _, js := range []*jobsetv1alpha2.JobSet{byScheduler, byQueue, plain} {
+		require.NoError(t, env.Client.Create(ctx, js), "create JobSet %s", js.Name)
+	}
+	for _, js := range []*jobsetv1alpha2.JobSet{byScheduler, byQueue} {
+		got := js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[defaults.GroupNameAnnotation]
+		assert.Equal(t, js.Name, got, "JobSet %s is a gang on its own: its pod template must join PodGroup %s", js.Name, js.Name)
+	}
+	assert.Empty(t, plain.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[defaults.GroupNameAnnotation])
+	assert.NotContains(t, plain.Annotations, hbv1.DefaultedByAnnotation, "a plain JobSet in an ungoverned namespace gets nothing from hyperbatch")
 }
