@@ -19,18 +19,19 @@ import (
 // (Env is set before setup runs), a manager with the controllers setup adds, runs the tests and
 // stops everything. It returns the process exit code.
 func RunControllerMain(m *testing.M, envp **Env, setup func(manager.Manager) error) int {
-	env, err := Start(Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		return 1
-	}
-	*envp = env
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-	}()
-	stop, err := StartManager(env.Config, setup)
+	return RunControlPlane(envp, func(env *Env) int { return RunWithManager(m, env.Config, setup) })
+}
+
+// RunMain is a TestMain for tests that start their own controllers: it starts the control plane
+// into *envp, runs the tests and stops it. It returns the process exit code.
+func RunMain(m *testing.M, envp **Env) int {
+	return RunControlPlane(envp, func(*Env) int { return m.Run() })
+}
+
+// RunWithManager runs the tests with a manager on cfg (possibly with a wrapped transport) holding
+// what setup adds, and stops it afterwards. It returns the process exit code.
+func RunWithManager(m *testing.M, cfg *rest.Config, setup func(manager.Manager) error) int {
+	stop, err := StartManager(cfg, setup)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		return 1
@@ -42,9 +43,9 @@ func RunControllerMain(m *testing.M, envp **Env, setup func(manager.Manager) err
 	return code
 }
 
-// RunMain is a TestMain for tests that start their own controllers: it starts the control plane
-// into *envp, runs the tests and stops it. It returns the process exit code.
-func RunMain(m *testing.M, envp **Env) int {
+// RunControlPlane is the body of a TestMain: it starts the control plane into *envp, calls run and
+// stops the control plane. It returns run's exit code.
+func RunControlPlane(envp **Env, run func(*Env) int) int {
 	env, err := Start(Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
@@ -56,7 +57,7 @@ func RunMain(m *testing.M, envp **Env) int {
 			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
 		}
 	}()
-	return m.Run()
+	return run(env)
 }
 
 // StartManager starts a manager on cfg (the test's config, possibly with a wrapped transport) with

@@ -114,14 +114,11 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err := os.WriteFile(conf, []byte(VolcanoSchedulerConfig), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", conf, err)
 	}
-	health, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	health, metrics := ports[0], ports[1]
 	args := []string{
 		"--kubeconfig=" + o.Kubeconfig,
 		"--leader-elect=false",
@@ -151,14 +148,11 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err != nil {
 		return nil, err
 	}
-	health, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	webhook, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	health, webhook := ports[0], ports[1]
 	cfg := JobSetConfig(webhook, health, certDir)
 	cfgPath := filepath.Join(o.LogDir, "jobset-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -220,14 +214,11 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
 	}
-	health, err := freePort()
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	webhook, err := freePort()
-	if err != nil {
-		return nil, err
-	}
+	health, webhook := ports[0], ports[1]
 	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + loopback(health),
 		"--webhook-server-port=" + strconv.Itoa(webhook), "--metrics-bind-address=0", "--zap-log-level=info"}
 	// Trainer's cert rotator writes the certificate into the Secret and then waits (backing off up to
@@ -537,6 +528,19 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePorts finds n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for range n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

@@ -3,7 +3,6 @@
 package podgroup
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -22,22 +21,9 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(writes.RoundTrip)
-	stop, err := framework.StartManager(cfg, func(mgr manager.Manager) error { return podgroup.NewReconciler(mgr).SetupWithManager(mgr) })
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%v\n", err)
-		return 1
-	}
-	code := m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-	}
-	return code
+	return framework.RunControlPlane(&env, func(env *framework.Env) int {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(writes.RoundTrip)
+		return framework.RunWithManager(m, cfg, func(mgr manager.Manager) error { return podgroup.NewReconciler(mgr).SetupWithManager(mgr) })
+	})
 }
