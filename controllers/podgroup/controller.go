@@ -36,6 +36,8 @@ const (
 	ReasonInvalidGang     = "InvalidGang"
 	ReasonQueueNotAllowed = "QueueNotAllowed"
 	ReasonPodGroupPrefix  = "PodGroup"
+	// ReasonDefaultSkipped: a policy default was left out of the PodGroup because it would contradict the JobSet.
+	ReasonDefaultSkipped = "DefaultSkipped"
 )
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
@@ -152,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	want, err := Desired(&js, ns, pols, adm)
+	want, skips, err := Desired(&js, ns, pols, adm)
 	if err != nil {
 		// Bad input: the user must fix the JobSet; a retry cannot help. The message names the field.
 		r.recorder.Event(&js, corev1.EventTypeWarning, ReasonInvalidGang, "no PodGroup: "+err.Error())
@@ -180,6 +182,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.apply(ctx, want); err != nil {
 		writes.WithLabelValues("apply", "error").Inc()
 		return reconcile.Result{}, err
+	}
+	// Said when the PodGroup is written, not on every resync: a default left out because it would
+	// contradict the JobSet (a tier bound on pods pinned to nodes).
+	for _, sk := range skips {
+		r.recorder.Event(&js, corev1.EventTypeWarning, ReasonDefaultSkipped, "PodGroup "+want.Name+": "+sk.String())
 	}
 	writes.WithLabelValues("apply", "ok").Inc()
 	logger.V(1).Info("applied PodGroup", "minMember", want.Spec.MinMember, "queue", want.Spec.Queue)

@@ -50,15 +50,17 @@ func Suspended(js *jobsetv1alpha2.JobSet) bool { return ptr.Deref(js.Spec.Suspen
 // Desired builds the PodGroup the JobSet should have: the fields this controller owns and nothing
 // else (it is an apply configuration, not a full object). The JobSet's own keys come first: its
 // queue annotation, the first pod template's priorityClassName, the Volcano topology annotations on
-// the JobSet; what is still empty comes from defaults.PodGroup, the call the PodGroup webhook makes.
-func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies, adm Admission) (*schedulingv1beta1.PodGroup, error) {
+// the JobSet; what is still empty comes from defaults.JobSetPodGroup, the PodGroup webhook's call
+// (defaults.PodGroup) plus one rule: no policy topology for pods pinned to nodes. The Skips name
+// the defaults left out that way.
+func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies, adm Admission) (*schedulingv1beta1.PodGroup, []defaults.Skip, error) {
 	minMember, err := MinMember(js)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	minRes, err := MinResources(js, adm)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pg := &schedulingv1beta1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "PodGroup"},
@@ -88,25 +90,25 @@ func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Po
 		nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.NetworkTopologyMode(mode)}
 		if nt.Mode != schedulingv1beta1.HardNetworkTopologyMode && nt.Mode != schedulingv1beta1.SoftNetworkTopologyMode {
 			// The PodGroup CRD's enum would refuse the apply on every retry; say so once instead.
-			return nil, fmt.Errorf("annotation %s=%q is not %q or %q: set one of them, or remove it", defaults.NetworkTopologyModeAnnotation, mode,
+			return nil, nil, fmt.Errorf("annotation %s=%q is not %q or %q: set one of them, or remove it", defaults.NetworkTopologyModeAnnotation, mode,
 				schedulingv1beta1.HardNetworkTopologyMode, schedulingv1beta1.SoftNetworkTopologyMode)
 		}
 		if v := js.Annotations[defaults.NetworkTopologyHighestTierAnnotation]; v != "" {
 			tier, err := strconv.Atoi(v)
 			if err != nil || tier < 1 {
-				return nil, fmt.Errorf("annotation %s=%q is not a positive integer: set the highest HyperNode tier the gang may span, or remove it", defaults.NetworkTopologyHighestTierAnnotation, v)
+				return nil, nil, fmt.Errorf("annotation %s=%q is not a positive integer: set the highest HyperNode tier the gang may span, or remove it", defaults.NetworkTopologyHighestTierAnnotation, v)
 			}
 			nt.HighestTierAllowed = &tier
 		}
 		pg.Spec.NetworkTopology = nt
 	}
-	defaults.PodGroup(pg, ns, pols)
+	res := defaults.JobSetPodGroup(pg, js, ns, pols)
 	if pg.Spec.Queue == "" {
 		// The PodGroup CRD defaults spec.queue to Volcano's "default" queue; asking for it outright
 		// keeps the stored PodGroup equal to the desired one (otherwise every resync would apply).
 		pg.Spec.Queue = DefaultQueue
 	}
-	return pg, nil
+	return pg, res.Skips, nil
 }
 
 // UpToDate says whether the observed PodGroup already carries every value of want, so an apply would

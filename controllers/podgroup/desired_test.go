@@ -52,7 +52,7 @@ func TestDesiredOwnKeysFirstThenPolicy(t *testing.T) {
 	js.Namespace, js.UID = "ns", "uid-1"
 	pols := policies(t, nil, "policy-q")
 
-	pg, err := Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
+	pg, _, err := Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
 	require.NoError(t, err)
 	assert.Equal(t, "js", pg.Name)
 	assert.Equal(t, int32(2), pg.Spec.MinMember)
@@ -65,7 +65,7 @@ func TestDesiredOwnKeysFirstThenPolicy(t *testing.T) {
 	js.Annotations = map[string]string{defaults.QueueNameAnnotation: "own-q", defaults.NetworkTopologyModeAnnotation: "hard",
 		defaults.NetworkTopologyHighestTierAnnotation: "2"}
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.PriorityClassName = "own-pc"
-	pg2, err := Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
+	pg2, _, err := Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
 	require.NoError(t, err)
 	assert.Equal(t, "own-q", pg2.Spec.Queue)
 	assert.Equal(t, "own-pc", pg2.Spec.PriorityClassName)
@@ -82,7 +82,7 @@ func TestDesiredOwnKeysFirstThenPolicy(t *testing.T) {
 	assert.False(t, UpToDate(pg2, other))
 
 	js.Annotations[defaults.NetworkTopologyHighestTierAnnotation] = "top"
-	_, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
+	_, _, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), defaults.NetworkTopologyHighestTierAnnotation)
 
@@ -90,7 +90,7 @@ func TestDesiredOwnKeysFirstThenPolicy(t *testing.T) {
 	// fails on every retry.
 	js.Annotations[defaults.NetworkTopologyHighestTierAnnotation] = "2"
 	js.Annotations[defaults.NetworkTopologyModeAnnotation] = "strict"
-	_, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
+	_, _, err = Desired(js, defaults.Namespace{Name: "ns"}, pols, Admission{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), defaults.NetworkTopologyModeAnnotation+`="strict" is not "hard" or "soft"`)
 }
@@ -103,4 +103,41 @@ func TestFinished(t *testing.T) {
 	js = jobset(nil)
 	js.Status.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue}}
 	assert.True(t, Finished(js))
+}
+
+// A policy's tier bound is left out of the PodGroup of a JobSet whose pod template pins its pods to
+// nodes (the nodes might not share a HyperNode of that tier, and the gang would wait for good); the
+// Skip names both, and the JobSet's own topology annotations still apply.
+func TestDesiredSkipsPolicyTopologyForPinnedPods(t *testing.T) {
+	p, err := defaults.NewPolicies([]hbv1.WorkloadPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: "q",
+			NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyHard, HighestTierAllowed: ptr.To(int32(1))}}}}})
+	require.NoError(t, err)
+	ns := defaults.Namespace{Name: "ns"}
+	spec := corev1.PodSpec{Containers: []corev1.Container{ctr("c", rl("cpu", "1"), nil)}}
+
+	free := jobset(nil, rjob("a", 2, nil, nil, spec))
+	pg, skips, err := Desired(free, ns, p, Admission{})
+	require.NoError(t, err)
+	assert.Empty(t, skips)
+	require.NotNil(t, pg.Spec.NetworkTopology, "an unpinned gang gets the policy's topology")
+	assert.Equal(t, 1, *pg.Spec.NetworkTopology.HighestTierAllowed)
+
+	pinnedSpec := spec
+	pinnedSpec.NodeSelector = map[string]string{corev1.LabelHostname: "node-7"}
+	pinned := jobset(nil, rjob("a", 1, nil, nil, spec), rjob("b", 1, nil, nil, pinnedSpec))
+	pg, skips, err = Desired(pinned, ns, p, Admission{})
+	require.NoError(t, err)
+	assert.Nil(t, pg.Spec.NetworkTopology, "a gang pinned to nodes must not get the policy's tier bound")
+	assert.Equal(t, "q", pg.Spec.Queue, "the policy's other defaults still apply")
+	require.Len(t, skips, 1)
+	assert.Equal(t, `spec.networkTopology (networkTopology hard, highestTierAllowed 1 from WorkloadPolicy p) was not defaulted: `+
+		`it would contradict JobSet spec.replicatedJobs[1].template.spec.template.spec.nodeSelector[kubernetes.io/hostname] "node-7"`, skips[0].String())
+
+	pinned.Annotations = map[string]string{defaults.NetworkTopologyModeAnnotation: "soft"}
+	pg, skips, err = Desired(pinned, ns, p, Admission{})
+	require.NoError(t, err)
+	assert.Empty(t, skips, "the JobSet's own topology is the user's choice, not a default")
+	require.NotNil(t, pg.Spec.NetworkTopology)
+	assert.Equal(t, "soft", string(pg.Spec.NetworkTopology.Mode))
 }

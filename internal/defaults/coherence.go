@@ -8,6 +8,7 @@ import (
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -98,6 +99,20 @@ func termNodes(t corev1.NodeSelectorTerm) []string {
 func jobPinnedNodes(spec *batchv1alpha1.JobSpec, prefix string) string {
 	for i := range spec.Tasks {
 		if p := pinnedNodes(&spec.Tasks[i].Template.Spec, prefix+".tasks["+strconv.Itoa(i)+"].template.spec"); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// jobSetPinnedNodes is pinnedNodes of the first pod template of a JobSet that pins its pods.
+func jobSetPinnedNodes(js *jobsetv1alpha2.JobSet) string {
+	if js == nil {
+		return ""
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		path := "spec.replicatedJobs[" + strconv.Itoa(i) + "].template.spec.template.spec"
+		if p := pinnedNodes(&js.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec, "JobSet "+path); p != "" {
 			return p
 		}
 	}
