@@ -70,6 +70,9 @@ type NeighbourOptions struct {
 	StartTimeout time.Duration
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// SchedulerConf is vc-scheduler's configuration (StartVolcanoScheduler only); default
+	// VolcanoSchedulerConfig.
+	SchedulerConf string
 }
 
 // Process is a started neighbour.
@@ -107,8 +110,11 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(o.LogDir, "volcano-scheduler.conf")
-	if err := os.WriteFile(conf, []byte(VolcanoSchedulerConfig), 0o644); err != nil {
+	conf, text := filepath.Join(o.LogDir, "volcano-scheduler.conf"), o.SchedulerConf
+	if text == "" {
+		text = VolcanoSchedulerConfig
+	}
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", conf, err)
 	}
 	health, err := freePort()
@@ -258,6 +264,18 @@ func (o *NeighbourOptions) check() error {
 	return os.MkdirAll(o.LogDir, 0o755)
 }
 
+// StartProcess starts any binary of o.BinDir (name) with args, its log in o.LogDir/<name>.log, and waits
+// until ready passes (HTTPReady, for instance); the helpers above are built on it.
+func StartProcess(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
+	return start(ctx, o, name, args, ready)
+}
+
+// HTTPReady is a readiness check for StartProcess: url answers 200 (plain HTTP).
+func HTTPReady(url string) func(context.Context) error { return httpOK(url) }
+
+// FreePort is a free TCP port on 127.0.0.1.
+func FreePort() (int, error) { return freePort() }
+
 func start(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -332,6 +350,9 @@ func (p *Process) Stop() error {
 		return fmt.Errorf("%s ignored SIGTERM for 10s and was killed (log %s)", p.Name, p.LogPath)
 	}
 }
+
+// Pid is the process id of the started binary (for /proc readings such as CPU time and peak RSS).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended (a crash during a test shows up here).
 func (p *Process) Exited() bool {
