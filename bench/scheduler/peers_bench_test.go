@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -279,16 +278,16 @@ func (p *peerEnv) run(s peerSched) peerRun {
 		}
 	}()
 	p.probe(s, sched)
-	cpu0, ccpu0 := procCPU(sched.Pid()), 0.0
+	cpu0, ccpu0 := sched.CPUSeconds(), 0.0
 	if comp != nil {
-		ccpu0 = procCPU(comp.Pid())
+		ccpu0 = comp.CPUSeconds()
 	}
 	r := p.workload(s, sched)
-	r.cpu = procCPU(sched.Pid()) - cpu0
+	r.cpu = sched.CPUSeconds() - cpu0
 	if comp != nil {
-		r.compCPU = procCPU(comp.Pid()) - ccpu0
+		r.compCPU = comp.CPUSeconds() - ccpu0
 	}
-	r.rssKiB = procHWM(sched.Pid())
+	r.rssKiB = sched.PeakRSSKiB()
 	if sched.Exited() {
 		b.Fatalf("%s exited during the run.\n%s", s.name, sched.LogTail(30))
 	}
@@ -613,34 +612,6 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	}
 	p.cleanup(ns)
 	return r
-}
-
-// procCPU is a process's utime+stime in seconds (/proc/<pid>/stat, clock ticks of 1/100 s).
-func procCPU(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100
-}
-
-// procHWM is a process's peak resident set size in KiB (VmHWM in /proc/<pid>/status).
-func procHWM(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return v
-		}
-	}
-	return 0
 }
 
 // peerReport is one size's section: a row per scheduler and the ratio table.

@@ -354,6 +354,38 @@ func (p *Process) Stop() error {
 // Pid is the process id of the started binary (for /proc readings such as CPU time and peak RSS).
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
+// CPUSeconds is the process's CPU time so far, user + system (/proc/<pid>/stat; 0 when unreadable).
+func (p *Process) CPUSeconds() float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
+
+// PeakRSSKiB is the process's peak resident set size so far (VmHWM in /proc/<pid>/status; 0 when
+// unreadable).
+func (p *Process) PeakRSSKiB() int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
 // Exited reports whether the process has ended (a crash during a test shows up here).
 func (p *Process) Exited() bool {
 	select {
