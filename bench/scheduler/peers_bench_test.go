@@ -112,7 +112,9 @@ func (a peerAgg) podsPerSec() float64 {
 	return a.sum(func(r peerRun) float64 { return float64(r.boundPods) }) / a.sum(func(r peerRun) float64 { return r.elapsed.Seconds() })
 }
 
-func (a peerAgg) lat(q float64) time.Duration { return quantile(a.all(func(r peerRun) []time.Duration { return r.latency }), q) }
+func (a peerAgg) lat(q float64) time.Duration {
+	return quantile(a.all(func(r peerRun) []time.Duration { return r.latency }), q)
+}
 
 func (a peerAgg) all(f func(peerRun) []time.Duration) []time.Duration {
 	var out []time.Duration

@@ -112,13 +112,13 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 		if err := checkWholeAt(c, s.base+s.validate, body, false); err != nil {
 			b.Fatalf("%s validate: %v\n%s", s.name, err, s.proc.LogTail(20))
 		}
-		loadPairs(b, c, s, body, 2000) // warm connections and caches
+		loadPairs(c, s, body, 2000) // warm connections and caches
 	}
 	for i := 0; i < b.N; i++ {
 		runs := make([][]pairStats, len(sides))
 		for r := 0; r < rounds; r++ {
 			for _, k := range []int{r % 2, 1 - r%2} {
-				runs[k] = append(runs[k], loadPairs(b, c, sides[k], body, requests/2))
+				runs[k] = append(runs[k], loadPairs(c, sides[k], body, requests/2))
 			}
 		}
 		var lines []string
@@ -159,7 +159,7 @@ type pairStats struct {
 }
 
 // loadPairs sends n mutate+validate pairs from `concurrency` workers.
-func loadPairs(b *testing.B, c *http.Client, s peerSide, body []byte, n int) pairStats {
+func loadPairs(c *http.Client, s peerSide, body []byte, n int) pairStats {
 	lat, mut, val := make([]time.Duration, n), make([]time.Duration, n), make([]time.Duration, n)
 	var next, failures atomic.Int64
 	var wg sync.WaitGroup
