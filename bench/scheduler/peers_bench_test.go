@@ -173,7 +173,9 @@ func BenchmarkPeers(b *testing.B) {
 			b.Fatalf("bin/%s is missing: run 'make build' first", bin)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "vc-scheduler")); err != nil {
+	only := os.Getenv("HB_PEERS_SCHEDULERS") // development: e.g. "hyperbatch,default"
+	selected := func(k int) bool { return only == "" || strings.Contains(","+only+",", ","+peerScheds[k].name+",") }
+	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "vc-scheduler")); err != nil && selected(1) {
 		b.Fatalf("vc-scheduler is missing from %s: run 'hack/tools.sh vc-scheduler vc-controller-manager'", framework.AssetsDir())
 	}
 	vcConf, err := os.ReadFile(filepath.Join(root, "bench", "scheduler", "volcano-scheduler.conf"))
@@ -204,6 +206,9 @@ func BenchmarkPeers(b *testing.B) {
 			aggs := make([]peerAgg, len(peerScheds))
 			for i := 0; i < b.N; i++ {
 				for _, k := range peerOrder {
+					if !selected(k) {
+						continue
+					}
 					aggs[k].runs = append(aggs[k].runs, p.run(peerScheds[k]))
 				}
 			}

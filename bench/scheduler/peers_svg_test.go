@@ -91,8 +91,8 @@ func placementSVG(t peerTree, aggs []peerAgg) string {
 			}
 		}
 		fmt.Fprintf(&sb, `<text x="%d" y="32" font-size="13" font-weight="bold">%s</text>`+"\n", svgLabel, html.EscapeString(s.name))
-		fmt.Fprintf(&sb, `<text x="%d" y="44">%d/%d gangs in their lowest feasible tier; %s per gang by size %s</text>`+"\n",
-			svgLabel, r.lowest, r.gangs, t.tierLabels[1]+"s", strings.Join(leaves, " "))
+		fmt.Fprintf(&sb, `<text x="%d" y="44">lowest tier %d/%d; %s/gang %s</text>`+"\n",
+			svgLabel, r.lowest, r.gangs, t.tierLabels[1], strings.Join(leaves, " "))
 		// Grey blocks: gap-tier HyperNodes.
 		gs := t.span(t.gapTier)
 		for g := 0; g < t.groups(t.gapTier); g++ {
@@ -143,7 +143,7 @@ func placementSVG(t peerTree, aggs []peerAgg) string {
 		if !g.soft {
 			limit = fmt.Sprintf("hard, tier <= %d", g.tier)
 		}
-		fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s (%s)</text>`+"\n", x, y, gangColor(i), x+16, y+10, html.EscapeString(g.name), limit)
+		fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s (%s)</text>`+"\n", x, y, gangColor(i), x+16, y+10, html.EscapeString(g.name), html.EscapeString(limit))
 	}
 	sb.WriteString("</svg>\n")
 	return sb.String()
