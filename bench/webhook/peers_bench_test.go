@@ -100,6 +100,10 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 	job.Spec.Queue = "bench" // both validators check the queue: Volcano's that it exists and is Open
 	body := review(b, job, metav1.GroupVersionKind{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"},
 		metav1.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"})
+	pairs := requests / 2
+	if n, err := strconv.Atoi(os.Getenv("HB_PEERS_PAIRS")); err == nil && n > 0 { // smoke runs
+		pairs = n
+	}
 	c := tlsClient(b, ca)
 	sides := []peerSide{
 		{name: "volcano", base: vbase, mutate: "/jobs/mutate", validate: "/jobs/validate", proc: vc},
@@ -112,13 +116,13 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 		if err := checkWholeAt(c, s.base+s.validate, body, false); err != nil {
 			b.Fatalf("%s validate: %v\n%s", s.name, err, s.proc.LogTail(20))
 		}
-		loadPairs(c, s, body, 2000) // warm connections and caches
+		loadPairs(c, s, body, min(pairs, 2000)) // warm connections and caches
 	}
 	for i := 0; i < b.N; i++ {
 		runs := make([][]pairStats, len(sides))
 		for r := 0; r < rounds; r++ {
 			for _, k := range []int{r % 2, 1 - r%2} {
-				runs[k] = append(runs[k], loadPairs(c, sides[k], body, requests/2))
+				runs[k] = append(runs[k], loadPairs(c, sides[k], body, pairs))
 			}
 		}
 		var lines []string
