@@ -144,12 +144,15 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 		lines = append(lines, fmt.Sprintf("ratio hyperbatch/volcano: p99 %.2fx (goal <= 0.50x), req/s %.2fx, p50 %.2fx, server CPU per request %.2fx",
 			ratio, med[1].rps/med[0].rps, ms(med[1].p50)/ms(med[0].p50), med[1].cpuMsPerReq/med[0].cpuMsPerReq))
 		mu.Lock()
-		peerLines = lines
+		peerPairs, peerLines = pairs, lines
 		mu.Unlock()
 	}
 }
 
-var peerLines []string
+var (
+	peerLines []string
+	peerPairs int
+)
 
 type peerSide struct {
 	name, base, mutate, validate string

@@ -492,8 +492,8 @@ func writeResults() error {
 	fmt.Print(sb.String())
 	if len(peerLines) > 0 || burstLine != "" {
 		head := fmt.Sprintf("# %s BenchmarkAdmissionPeers / BenchmarkPodBurst, GOMAXPROCS=%d, %s, concurrency %d, %d mutate+validate pairs per round, median of %d alternating rounds\n"+
-			"# make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench 'AdmissionPeers|PodBurst' -benchtime=1x -timeout 30m\n",
-			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), concurrency, requests/2, rounds)
+			"# make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench 'AdmissionPeers|PodBurst' -benchtime=1x -timeout 40m\n",
+			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), concurrency, peerPairs, rounds)
 		if err := framework.WriteResultSection("peers.txt", "admission", head+strings.Join(peerLines, "\n")+"\n"+burstLine); err != nil {
 			return err
 		}
