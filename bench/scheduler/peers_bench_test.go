@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -337,16 +336,8 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
 	}
 	if s.name == "hyperbatch" {
-		raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
-		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.ToJSON(raw)
-		if err != nil {
-			return nil, err
-		}
-		conf = nil
-		if err := json.Unmarshal(js, &conf); err != nil {
+		var err error
+		if conf, err = documentedConfig(); err != nil {
 			return nil, err
 		}
 	}
@@ -367,21 +358,7 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 	insecure := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health check of a self-signed test server
 	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
 		"scheduler", []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"},
-		func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := insecure.Do(req)
-			if err != nil {
-				return err
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("%s answered %d", url, resp.StatusCode)
-			}
-			return nil
-		})
+		framework.HTTPReadyWith(insecure, url))
 }
 
 func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {

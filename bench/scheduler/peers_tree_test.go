@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"os"
 	"strings"
 	"testing"
@@ -187,12 +186,7 @@ const (
 // peerWorkload is peerRounds gangs of 8, 32 and 128 pods in a fixed shuffled order, every
 // peerSoftEvery-th soft, the others hard with highestTierAllowed = the lowest tier that holds them.
 func peerWorkload(t peerTree) []peerGang {
-	var sizes []int
-	for r := 0; r < peerRounds; r++ {
-		sizes = append(sizes, tpGangSizes...)
-	}
-	rng := rand.New(rand.NewSource(7))
-	rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
+	sizes := shuffledSizes(peerRounds)
 	out := make([]peerGang, len(sizes))
 	for i, s := range sizes {
 		soft := i%peerSoftEvery == peerSoftEvery-1

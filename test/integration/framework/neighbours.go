@@ -459,13 +459,17 @@ func WriteSelfSignedCert(dir string) ([]byte, error) {
 	return certPEM, nil
 }
 
-func httpOK(url string) func(context.Context) error {
+func httpOK(url string) func(context.Context) error { return HTTPReadyWith(http.DefaultClient, url) }
+
+// HTTPReadyWith is HTTPReady with the given client (e.g. one that accepts a self-signed serving
+// certificate on loopback).
+func HTTPReadyWith(c *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			return err
 		}
