@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -166,6 +168,7 @@ func BenchmarkPeers(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "kube-apiserver")); err != nil {
 		b.Skip("no control-plane binaries; set KUBEBUILDER_ASSETS")
 	}
+	ctrllog.SetLogger(klog.NewKlogr())
 	root := framework.RepoRoot()
 	for _, bin := range []string{"scheduler", "manager"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
