@@ -76,17 +76,17 @@ lint: ## golangci-lint (config in .golangci.yml).
 	$(BIN)/golangci-lint run ./...
 
 .PHONY: bench
-bench: test-tools crds ## Benchmarks under bench/ (results and ratios land in bench/results/).
+bench: test-tools crds build ## Benchmarks under bench/ (results and ratios land in bench/results/).
 	mkdir -p bench/results
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/defaults/ | tee bench/results/defaults.txt
-	$(GO) test -run '^$$' -bench 'AdmissionLatency|PodBurst' -benchtime=1x -timeout 30m ./bench/webhook/
+	$(GO) test -run '^$$' -bench 'AdmissionLatency|AdmissionPeers|PodBurst' -benchtime=1x -timeout 40m ./bench/webhook/
 	$(GO) test -run '^$$' -bench 'DomainChoice|TreeBuild|NodeAdd|HyperNodeUpdate' -benchmem ./bench/scheduler/
 	$(GO) test -run '^$$' -bench 'SchedulingThroughput' -benchtime=1x -timeout 60m ./bench/scheduler/
+	$(GO) test -run '^$$' -bench 'Peers' -benchtime=1x -timeout 120m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroup/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 30m ./bench/discovery/
-	$(GO) build -o $(BIN)/manager ./cmd/manager
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/lifecycle/
 
 .PHONY: e2e-kind

@@ -288,12 +288,7 @@ type tpGang struct {
 
 // tpWorkload is tpRounds gangs of each size in a fixed shuffled order, named in creation order.
 func tpWorkload() []tpGang {
-	var sizes []int
-	for r := 0; r < tpRounds; r++ {
-		sizes = append(sizes, tpGangSizes...)
-	}
-	rng := rand.New(rand.NewSource(7))
-	rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
+	sizes := shuffledSizes(tpRounds)
 	out := make([]tpGang, len(sizes))
 	for i, s := range sizes {
 		out[i] = tpGang{name: fmt.Sprintf("g%03d-%d", i, s), size: s}
@@ -689,16 +684,8 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
 	}
 	if profileName == hbName {
-		raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		js, err := yaml.ToJSON(raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		conf = nil
-		if err := json.Unmarshal(js, &conf); err != nil {
+		var err error
+		if conf, err = documentedConfig(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -727,6 +714,34 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 		}
 	}()
 	return done
+}
+
+// documentedConfig is docs/scheduler-config.yaml as a generic map.
+func documentedConfig() (map[string]any, error) {
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.ToJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(js, &conf); err != nil {
+		return nil, fmt.Errorf("docs/scheduler-config.yaml: %w", err)
+	}
+	return conf, nil
+}
+
+// shuffledSizes is rounds of tpGangSizes in one fixed shuffled order.
+func shuffledSizes(rounds int) []int {
+	var sizes []int
+	for r := 0; r < rounds; r++ {
+		sizes = append(sizes, tpGangSizes...)
+	}
+	rng := rand.New(rand.NewSource(7))
+	rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
+	return sizes
 }
 
 func parallel(b *testing.B, workers, n int, fn func(i int) error) {

@@ -73,6 +73,9 @@ type NeighbourOptions struct {
 	StartTimeout time.Duration
 	// ExtraArgs are appended to the command line.
 	ExtraArgs []string
+	// SchedulerConf is vc-scheduler's configuration (StartVolcanoScheduler only); default
+	// VolcanoSchedulerConfig.
+	SchedulerConf string
 }
 
 // Process is a started neighbour.
@@ -110,8 +113,11 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(o.LogDir, "volcano-scheduler.conf")
-	if err := os.WriteFile(conf, []byte(VolcanoSchedulerConfig), 0o644); err != nil {
+	conf, text := filepath.Join(o.LogDir, "volcano-scheduler.conf"), o.SchedulerConf
+	if text == "" {
+		text = VolcanoSchedulerConfig
+	}
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", conf, err)
 	}
 	ports, err := freePorts(2)
@@ -350,6 +356,18 @@ func (o *NeighbourOptions) check() error {
 	return os.MkdirAll(o.LogDir, 0o755)
 }
 
+// StartProcess starts any binary of o.BinDir (name) with args, its log in o.LogDir/<name>.log, and waits
+// until ready passes (HTTPReady, for instance); the helpers above are built on it.
+func StartProcess(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
+	return start(ctx, o, name, args, ready)
+}
+
+// HTTPReady is a readiness check for StartProcess: url answers 200 (plain HTTP).
+func HTTPReady(url string) func(context.Context) error { return httpOK(url) }
+
+// FreePort is a free TCP port on 127.0.0.1.
+func FreePort() (int, error) { return freePort() }
+
 func start(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -423,6 +441,41 @@ func (p *Process) Stop() error {
 		<-p.done
 		return fmt.Errorf("%s ignored SIGTERM for 10s and was killed (log %s)", p.Name, p.LogPath)
 	}
+}
+
+// Pid is the process id of the started binary (for /proc readings such as CPU time and peak RSS).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// CPUSeconds is the process's CPU time so far, user + system (/proc/<pid>/stat; 0 when unreadable).
+func (p *Process) CPUSeconds() float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // clock ticks (USER_HZ = 100 on Linux)
+}
+
+// PeakRSSKiB is the process's peak resident set size so far (VmHWM in /proc/<pid>/status; 0 when
+// unreadable).
+func (p *Process) PeakRSSKiB() int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return v
+		}
+	}
+	return 0
 }
 
 // Exited reports whether the process has ended (a crash during a test shows up here).
@@ -502,14 +555,18 @@ func WriteSelfSignedCert(dir string) ([]byte, error) {
 // with a self-signed certificate (kube-scheduler), which only liveness is asked of.
 var probeClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probes
 
-// httpOK is a readiness check: GET url answers 200.
-func httpOK(url string) func(context.Context) error {
+// httpOK is a readiness check: GET url answers 200 (probeClient).
+func httpOK(url string) func(context.Context) error { return HTTPReadyWith(probeClient, url) }
+
+// HTTPReadyWith is HTTPReady with the given client (e.g. one that accepts a self-signed serving
+// certificate on loopback).
+func HTTPReadyWith(c *http.Client, url string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := probeClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,664 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+// The peers benchmark: hyperbatch-scheduler against Volcano's own scheduler (vc-scheduler
+// v1.14.0-alpha.0 with the configuration Volcano documents for network-topology-aware scheduling,
+// volcano-scheduler.conf next to this file) and the stock kube-scheduler profile (no gangs, the
+// baseline), on the same HyperNode tree, the same workload and in the same control plane.
+//
+// Each scheduler is a process started from bin/ (bin/scheduler for hyperbatch with
+// docs/scheduler-config.yaml, and for the stock profile with a default-scheduler-only configuration:
+// the same kube-scheduler v1.34 code, its plugins unused; bin/vc-scheduler with
+// --enable-metrics=true, Volcano #4729), beside the controller the scheduler needs in a cluster,
+// also a process: hyperbatch's manager with its podgroupstatus controller (PodGroup enqueue and
+// phases), Volcano's controller-manager (its queue controller opens the Queue; Volcano's scheduler
+// enqueues by itself). The stock profile runs alone.
+//
+// Per size the schedulers run one after another on fresh copies of the workload in the order
+// hyperbatch, volcano, default, default, volcano, hyperbatch (ABBA), each with a fresh process
+// warmed by one probe pod. Run:
+//
+//	make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m
+//
+// HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development). Results replace the scheduler
+// section of bench/results/peers.txt (HB_BENCH_RESULTS=off leaves it alone) and the pictures
+// bench/results/placement-<size>.svg.
+
+type peerSched struct {
+	name, schedulerName string
+	gang                bool
+}
+
+var peerScheds = []peerSched{
+	{"hyperbatch", hbName, true},
+	{"volcano", "volcano", true},
+	{"default", defaultName, false},
+}
+
+// peerOrder is the ABBA order of peerScheds indexes.
+var peerOrder = []int{0, 1, 2, 2, 1, 0}
+
+const (
+	peerCreators     = 8               // parallel pod creators
+	peerPartialGrace = 2 * time.Second // a gang partly bound for longer than this counts as partial
+	peerSample       = 250 * time.Millisecond
+	peerKubeQPS      = 2000 // client QPS and burst of every scheduler: vc-scheduler's default
+)
+
+func peerRunTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("HB_PEERS_TIMEOUT")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Minute
+}
+
+// peerRun is one workload run of one scheduler.
+type peerRun struct {
+	pods, boundPods int
+	elapsed         time.Duration // first pod create → last pod bound (or the timeout)
+	timedOut        bool
+	gangs, placed   int
+	lowest          int             // placed gangs inside a HyperNode of their lowest feasible tier
+	aboveHard       int             // hard gangs above their highestTierAllowed
+	partial         int             // gangs seen partly bound for longer than peerPartialGrace
+	latency         []time.Duration // per gang: PodGroup create → last pod bound (unplaced: → the timeout, a lower bound)
+	spread          []time.Duration // per placed gang: first pod bound → last pod bound
+	cpu, compCPU    float64         // scheduler / companion CPU seconds during the workload
+	rssKiB          int64           // scheduler peak RSS (VmHWM) at the end of the run
+	nodesOf         map[string][]int
+	leaves          map[int][2]int // size → {leaf HyperNodes used, summed; gangs}
+}
+
+type peerAgg struct{ runs []peerRun }
+
+func (a peerAgg) sum(f func(peerRun) float64) float64 {
+	s := 0.0
+	for _, r := range a.runs {
+		s += f(r)
+	}
+	return s
+}
+
+func (a peerAgg) podsPerSec() float64 {
+	return a.sum(func(r peerRun) float64 { return float64(r.boundPods) }) / a.sum(func(r peerRun) float64 { return r.elapsed.Seconds() })
+}
+
+func (a peerAgg) lat(q float64) time.Duration {
+	return quantile(a.all(func(r peerRun) []time.Duration { return r.latency }), q)
+}
+
+func (a peerAgg) all(f func(peerRun) []time.Duration) []time.Duration {
+	var out []time.Duration
+	for _, r := range a.runs {
+		out = append(out, f(r)...)
+	}
+	return out
+}
+
+func (a peerAgg) lowestShare() float64 {
+	g := a.sum(func(r peerRun) float64 { return float64(r.gangs) })
+	if g == 0 {
+		return 0
+	}
+	return a.sum(func(r peerRun) float64 { return float64(r.lowest) }) / g
+}
+
+func (a peerAgg) cpuPer1k() float64 {
+	return 1000 * a.sum(func(r peerRun) float64 { return r.cpu }) / a.sum(func(r peerRun) float64 { return float64(r.pods) })
+}
+
+func (a peerAgg) compCPUPer1k() float64 {
+	return 1000 * a.sum(func(r peerRun) float64 { return r.compCPU }) / a.sum(func(r peerRun) float64 { return float64(r.pods) })
+}
+
+func (a peerAgg) rssMiB() float64 {
+	m := int64(0)
+	for _, r := range a.runs {
+		m = max(m, r.rssKiB)
+	}
+	return float64(m) / 1024
+}
+
+func (a peerAgg) rssMiBPer1k() float64 {
+	return 1000 * a.rssMiB() / (a.sum(func(r peerRun) float64 { return float64(r.pods) }) / float64(len(a.runs)))
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// BenchmarkPeers: see the comment at the top of this file.
+func BenchmarkPeers(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "kube-apiserver")); err != nil {
+		b.Skip("no control-plane binaries; set KUBEBUILDER_ASSETS")
+	}
+	ctrllog.SetLogger(klog.NewKlogr())
+	root := framework.RepoRoot()
+	for _, bin := range []string{"scheduler", "manager"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
+			b.Fatalf("bin/%s is missing: run 'make build' first", bin)
+		}
+	}
+	only := os.Getenv("HB_PEERS_SCHEDULERS") // development: e.g. "hyperbatch,default"
+	selected := func(k int) bool { return only == "" || strings.Contains(","+only+",", ","+peerScheds[k].name+",") }
+	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "vc-scheduler")); err != nil && selected(1) {
+		b.Fatalf("vc-scheduler is missing from %s: run 'hack/tools.sh vc-scheduler vc-controller-manager'", framework.AssetsDir())
+	}
+	vcConf, err := os.ReadFile(filepath.Join(root, "bench", "scheduler", "volcano-scheduler.conf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	begin, load0 := time.Now(), loadAvg()
+	var sections []string
+	for _, tree := range peerTrees() {
+		b.Run("size="+tree.label, func(b *testing.B) {
+			b.StopTimer()
+			env, cs := startControlPlane(b)
+			dir := b.TempDir()
+			kc := filepath.Join(dir, "kubeconfig")
+			if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
+				b.Fatal(err)
+			}
+			setup := time.Now()
+			tree.create(b, cs, env)
+			for _, q := range []string{"root", "default"} { // as Volcano's scheduler creates them
+				if err := env.Client.Create(context.Background(), &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q},
+					Spec: schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(q != "root")}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			setupTook := time.Since(setup)
+			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf)}
+			aggs := make([]peerAgg, len(peerScheds))
+			for i := 0; i < b.N; i++ {
+				for _, k := range peerOrder {
+					if !selected(k) {
+						continue
+					}
+					aggs[k].runs = append(aggs[k].runs, p.run(peerScheds[k]))
+				}
+			}
+			for k, s := range peerScheds {
+				b.ReportMetric(aggs[k].podsPerSec(), s.name+"-pods/s")
+				b.ReportMetric(aggs[k].lat(0.99).Seconds(), s.name+"-p99-s")
+			}
+			sections = append(sections, peerReport(tree, setupTook, aggs))
+			if err := writePlacementSVG(tree, aggs); err != nil {
+				b.Errorf("writing the placement picture: %v", err)
+			}
+			for k, s := range peerScheds {
+				for _, r := range aggs[k].runs {
+					if s.gang && (r.partial > 0 || r.aboveHard > 0) {
+						b.Errorf("%s on %s: %d partial gangs, %d hard gangs above their highestTierAllowed", s.name, tree.label, r.partial, r.aboveHard)
+					}
+				}
+			}
+		})
+	}
+	if len(sections) > 0 && os.Getenv("HB_BENCH_RESULTS") != "off" {
+		head := fmt.Sprintf("# %s BenchmarkPeers, GOMAXPROCS=%d, %s; load average %s at start, %s at end; wall time %s\n"+
+			"# make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
+			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), load0, loadAvg(), time.Since(begin).Round(time.Second))
+		if err := framework.WriteResultSection("peers.txt", "scheduler", head+strings.Join(sections, "\n")); err != nil {
+			b.Errorf("writing bench/results/peers.txt: %v", err)
+		}
+	}
+}
+
+// peerEnv is one size's control plane.
+type peerEnv struct {
+	b      *testing.B
+	env    *framework.Env
+	cs     kubernetes.Interface
+	dir    string
+	kc     string
+	tree   peerTree
+	vcConf string
+	seq    int
+}
+
+// run starts the scheduler (and its companion), probes it, runs the workload and stops both.
+func (p *peerEnv) run(s peerSched) peerRun {
+	b := p.b
+	p.seq++
+	logDir := filepath.Join(p.dir, fmt.Sprintf("%02d-%s", p.seq, s.name))
+	ctx := context.Background()
+	var comp *framework.Process
+	var err error
+	switch s.name {
+	case "hyperbatch":
+		comp, err = p.startManager(ctx, logDir)
+	case "volcano":
+		comp, err = framework.StartVolcanoControllers(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir})
+		if err == nil {
+			err = p.waitQueueOpen(ctx)
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	sched, err := p.startScheduler(ctx, s, logDir)
+	if err != nil {
+		_ = comp.Stop()
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := sched.Stop(); err != nil {
+			b.Log(err)
+		}
+		if err := comp.Stop(); err != nil {
+			b.Log(err)
+		}
+	}()
+	p.probe(s, sched)
+	cpu0, ccpu0 := sched.CPUSeconds(), 0.0
+	if comp != nil {
+		ccpu0 = comp.CPUSeconds()
+	}
+	r := p.workload(s, sched)
+	r.cpu = sched.CPUSeconds() - cpu0
+	if comp != nil {
+		r.compCPU = comp.CPUSeconds() - ccpu0
+	}
+	r.rssKiB = sched.PeakRSSKiB()
+	if sched.Exited() {
+		b.Fatalf("%s exited during the run.\n%s", s.name, sched.LogTail(30))
+	}
+	b.Logf("%-10s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion), peak RSS %.0f MiB",
+		s.name, p.tree.label, r.placed, r.gangs, r.elapsed.Seconds(), float64(r.boundPods)/r.elapsed.Seconds(), quantile(r.latency, 0.5).Seconds(),
+		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, float64(r.rssKiB)/1024)
+	return r
+}
+
+func (p *peerEnv) startManager(ctx context.Context, logDir string) (*framework.Process, error) {
+	health, err := framework.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", health)
+	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
+		"manager", []string{"--kubeconfig=" + p.kc, "--controllers=podgroupstatus", "--enable-webhooks=false", "--leader-elect=false",
+			"--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, framework.HTTPReady("http://"+addr+"/readyz"))
+}
+
+// waitQueueOpen waits until Volcano's queue controller has opened the default Queue (proportion
+// enqueues nothing into a Queue that is not Open).
+func (p *peerEnv) waitQueueOpen(ctx context.Context) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var q schedulingv1beta1.Queue
+		err := p.env.Client.Get(ctx, client.ObjectKey{Name: "default"}, &q)
+		return err == nil && q.Status.State == schedulingv1beta1.QueueStateOpen, nil
+	})
+}
+
+// startScheduler starts the scheduler process with the client QPS and burst peerKubeQPS.
+func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string) (*framework.Process, error) {
+	if s.name == "volcano" {
+		return framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, SchedulerConf: p.vcConf,
+			ExtraArgs: []string{fmt.Sprintf("--kube-api-qps=%d", peerKubeQPS), fmt.Sprintf("--kube-api-burst=%d", peerKubeQPS)}})
+	}
+	conf := map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+		"leaderElection": map[string]any{"leaderElect": false},
+		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
+	}
+	if s.name == "hyperbatch" {
+		var err error
+		if conf, err = documentedConfig(); err != nil {
+			return nil, err
+		}
+	}
+	conf["clientConnection"] = map[string]any{"kubeconfig": p.kc, "qps": peerKubeQPS, "burst": peerKubeQPS}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(logDir, "scheduler-config.json")
+	out, _ := json.Marshal(conf)
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		return nil, err
+	}
+	port, err := framework.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
+	insecure := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health check of a self-signed test server
+	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
+		"scheduler", []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"},
+		framework.HTTPReadyWith(insecure, url))
+}
+
+func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {
+	nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(g.tier)}
+	if g.soft {
+		nt = &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.SoftNetworkTopologyMode}
+	}
+	return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.name},
+		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(g.size), Queue: "default", NetworkTopology: nt}}
+}
+
+func peerPod(ns, name, group, scheduler string) *corev1.Pod {
+	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{gang.GroupNameAnnotation: group}},
+		Spec: corev1.PodSpec{SchedulerName: scheduler, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
+}
+
+// probe waits until the fresh scheduler binds a one-pod hard tier-1 gang, then removes it.
+func (p *peerEnv) probe(s peerSched, sched *framework.Process) {
+	b, ctx := p.b, context.Background()
+	ns := newNamespace(b, p.cs, "probe")
+	g := peerGang{name: "probe", size: 1, tier: 1}
+	if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, "probe", "probe", s.schedulerName), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitBound(ctx, p.cs, ns, 1, 3*time.Minute); err != nil {
+		b.Fatalf("%s: probe pod not bound: %v\n%s", s.name, err, sched.LogTail(30))
+	}
+	p.cleanup(ns)
+}
+
+// cleanup deletes a namespace's pods and PodGroups (no namespace controller runs here).
+func (p *peerEnv) cleanup(ns string) {
+	deletePods(p.b, p.cs, ns)
+	if err := p.env.Client.DeleteAllOf(context.Background(), &schedulingv1beta1.PodGroup{}, client.InNamespace(ns)); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+// boundState follows the workload's pods through a watch of bound pods.
+type boundState struct {
+	mu           sync.Mutex
+	size         map[string]int
+	bound        map[string]int // gang → pods bound
+	first, last  map[string]time.Time
+	nodes        map[string][]int
+	seen         map[string]bool
+	partialSince map[string]time.Time
+	partial      map[string]bool
+	total, n     int
+	done         chan struct{}
+}
+
+func (s *boundState) add(t peerTree, pod *corev1.Pod, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen[pod.Name] || pod.Spec.NodeName == "" {
+		return
+	}
+	s.seen[pod.Name] = true
+	g := pod.Annotations[gang.GroupNameAnnotation]
+	if s.bound[g] == 0 {
+		s.first[g] = at
+	}
+	s.bound[g]++
+	s.last[g] = at
+	s.nodes[g] = append(s.nodes[g], t.index(pod.Spec.NodeName))
+	s.n++
+	if s.n == s.total {
+		close(s.done)
+	}
+}
+
+// sample marks gangs partly bound for longer than peerPartialGrace.
+func (s *boundState) sample(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for g, size := range s.size {
+		if n := s.bound[g]; n > 0 && n < size {
+			if since, ok := s.partialSince[g]; !ok {
+				s.partialSince[g] = now
+			} else if now.Sub(since) > peerPartialGrace {
+				s.partial[g] = true
+			}
+		} else {
+			delete(s.partialSince, g)
+		}
+	}
+}
+
+// follow watches the namespace's bound pods until ctx ends.
+func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peerTree, ns string) {
+	sel := metav1.ListOptions{FieldSelector: "spec.nodeName!="}
+	for ctx.Err() == nil {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, sel)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		for i := range l.Items {
+			s.add(t, &l.Items[i], now)
+		}
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel.FieldSelector, ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				s.add(t, pod, time.Now())
+			}
+		}
+		w.Stop()
+	}
+}
+
+// workload submits the gangs in order (PodGroup, then its pods through peerCreators creators),
+// follows their bindings and judges where they landed.
+func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
+	b := p.b
+	ns := newNamespace(b, p.cs, "peers-"+s.name)
+	gangs := peerWorkload(p.tree)
+	st := &boundState{size: map[string]int{}, bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
+		nodes: map[string][]int{}, seen: map[string]bool{}, partialSince: map[string]time.Time{}, partial: map[string]bool{}, done: make(chan struct{})}
+	for _, g := range gangs {
+		st.size[g.name] = g.size
+		st.total += g.size
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go st.follow(ctx, p.cs, p.tree, ns)
+	go func() {
+		tick := time.NewTicker(peerSample)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				st.sample(now)
+			}
+		}
+	}()
+	created := make(map[string]time.Time, len(gangs))
+	type podRef struct {
+		gang string
+		i    int
+	}
+	work := make(chan podRef, 256)
+	errs := make(chan error, peerCreators+1)
+	var wg sync.WaitGroup
+	for w := 0; w < peerCreators; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, fmt.Sprintf("%s-%03d", r.gang, r.i), r.gang, s.schedulerName), metav1.CreateOptions{}); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	for _, g := range gangs {
+		created[g.name] = time.Now()
+		if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
+			errs <- err
+			break
+		}
+		for i := 0; i < g.size; i++ {
+			work <- podRef{g.name, i}
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatalf("%s: creating the workload: %v", s.name, err)
+	default:
+	}
+	r := peerRun{gangs: len(gangs), pods: st.total, nodesOf: map[string][]int{}, leaves: map[int][2]int{}}
+	select {
+	case <-st.done:
+	case <-time.After(peerRunTimeout() - time.Since(start)):
+		r.timedOut = true
+	}
+	cancel()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	end := start
+	for _, g := range gangs {
+		if st.bound[g.name] > 0 && st.last[g.name].After(end) {
+			end = st.last[g.name]
+		}
+	}
+	if r.timedOut {
+		end = time.Now()
+		b.Logf("%s: %d of %d pods bound after %s; the run counts as %s long.\n%s", s.name, st.n, st.total, peerRunTimeout(), end.Sub(start).Round(time.Second), sched.LogTail(15))
+	}
+	r.elapsed, r.boundPods = end.Sub(start), st.n
+	startCap := p.tree.emptyTier // every run starts on empty nodes (the previous run's pods are deleted)
+	for _, g := range gangs {
+		nodes := st.nodes[g.name]
+		r.nodesOf[g.name] = nodes
+		if st.partial[g.name] {
+			r.partial++
+		}
+		if len(nodes) < g.size {
+			// Not placed when the run timed out: its time to placement is at least this long.
+			r.latency = append(r.latency, end.Sub(created[g.name]))
+			continue
+		}
+		r.placed++
+		r.latency = append(r.latency, st.last[g.name].Sub(created[g.name]))
+		r.spread = append(r.spread, st.last[g.name].Sub(st.first[g.name]))
+		got := p.tree.lowestTier(nodes)
+		if got <= startCap(g.size) {
+			r.lowest++
+		}
+		if !g.soft && got > g.tier {
+			r.aboveHard++
+		}
+		leaves := map[int]bool{}
+		for _, n := range nodes {
+			leaves[n/p.tree.span(1)] = true
+		}
+		v := r.leaves[g.size]
+		r.leaves[g.size] = [2]int{v[0] + len(leaves), v[1] + 1}
+	}
+	p.cleanup(ns)
+	return r
+}
+
+// peerReport is one size's section: a row per scheduler and the ratio table.
+func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
+	var sb strings.Builder
+	gangs := peerWorkload(t)
+	pods, soft := 0, 0
+	for _, g := range gangs {
+		pods += g.size
+		if g.soft {
+			soft++
+		}
+	}
+	fmt.Fprintf(&sb, "## size %s: %d nodes (8 CPU each), %d HyperNodes in %d tiers (setup %s); workload %d gangs (%d soft), %d pods of 1 CPU; runs in the order %s\n",
+		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames())
+	fmt.Fprintf(&sb, "%-10s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
+		"cpu-s/1kpod", "comp-cpu/1k", "rss-MiB", "rss-MiB/1k", "bind spread p99 / racks per gang by size / runs pods/s")
+	for k, s := range peerScheds {
+		a := aggs[k]
+		var runs, leaves []string
+		unplaced, partial := 0, 0
+		for _, r := range a.runs {
+			runs = append(runs, fmt.Sprintf("%.1f", float64(r.boundPods)/r.elapsed.Seconds()))
+			unplaced += r.gangs - r.placed
+			partial += r.partial
+		}
+		for _, size := range tpGangSizes {
+			used, n := 0, 0
+			for _, r := range a.runs {
+				used += r.leaves[size][0]
+				n += r.leaves[size][1]
+			}
+			if n > 0 {
+				leaves = append(leaves, fmt.Sprintf("%d:%.2f", size, float64(used)/float64(n)))
+			}
+		}
+		fmt.Fprintf(&sb, "%-10s %9.1f %8.2f %8.2f %9.1f %8d %8d %12.2f %12.2f %10.0f %12.1f  %.2fs / %s / %s\n", s.name, a.podsPerSec(), a.lat(0.5).Seconds(), a.lat(0.99).Seconds(),
+			100*a.lowestShare(), partial, unplaced, a.cpuPer1k(), a.compCPUPer1k(), a.rssMiB(), a.rssMiBPer1k(),
+			quantile(a.all(func(r peerRun) []time.Duration { return r.spread }), 0.99).Seconds(), strings.Join(leaves, " "), strings.Join(runs, ", "))
+	}
+	h, v := aggs[0], aggs[1]
+	div := func(x, y float64) string {
+		if y == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", x/y)
+	}
+	fmt.Fprintf(&sb, "ratio hyperbatch/volcano (%s): pods/s %s (goal >= 1.0x), p50 %s, p99 %s (goal <= 1.0x), lowest tier %.1f%% vs %.1f%% (goal 100%%), partial gangs %d vs %d (goal 0), cpu/1k pods %s, peak RSS %s\n",
+		t.label, div(h.podsPerSec(), v.podsPerSec()), div(h.lat(0.5).Seconds(), v.lat(0.5).Seconds()), div(h.lat(0.99).Seconds(), v.lat(0.99).Seconds()),
+		100*h.lowestShare(), 100*v.lowestShare(), int(h.sum(func(r peerRun) float64 { return float64(r.partial) })), int(v.sum(func(r peerRun) float64 { return float64(r.partial) })),
+		div(h.cpuPer1k(), v.cpuPer1k()), div(h.rssMiB(), v.rssMiB()))
+	return sb.String()
+}
+
+func orderNames() string {
+	var out []string
+	for _, k := range peerOrder {
+		out = append(out, peerScheds[k].name)
+	}
+	return strings.Join(out, ", ")
+}

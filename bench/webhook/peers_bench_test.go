@@ -1,0 +1,292 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
+)
+
+// BenchmarkAdmissionPeers sends one stream of Volcano Job CREATE AdmissionReviews through Volcano's
+// webhook-manager (the real vc-webhook-manager v1.14.0-alpha.0, /jobs/mutate then /jobs/validate) and
+// through hyperbatch's (bin/manager with only its webhooks, /mutate-volcano-job then
+// /validate-volcano-job): both separate processes on loopback serving the same self-signed
+// certificate (ECDSA P-256), the same request body, the same client (HTTP/1.1, TLS 1.3), concurrency
+// 64. One request is the mutate call and then the validate call, as the apiserver makes them; its
+// latency ends when the validate answer has been read. Every answer is checked (allowed; a patch from
+// each mutate). Rounds alternate Volcano, hyperbatch, hyperbatch, Volcano, …; each side reports its
+// median round (by p99). Both webhooks see the Queue `bench` (Open: Volcano's queue controller opened
+// it) and hyperbatch's WorkloadPolicy. Results: the admission section of bench/results/peers.txt.
+func BenchmarkAdmissionPeers(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "vc-webhook-manager")); err != nil {
+		b.Skip("vc-webhook-manager is missing: run 'hack/tools.sh vc-webhook-manager vc-controller-manager'")
+	}
+	mgrBin := filepath.Join(framework.RepoRoot(), "bin")
+	if _, err := os.Stat(filepath.Join(mgrBin, "manager")); err != nil {
+		b.Fatal("bin/manager is missing: run 'make build' first")
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := framework.WriteKubeconfig(w.Config, kc); err != nil {
+		b.Fatal(err)
+	}
+	certDir := filepath.Join(dir, "certs")
+	ca, err := framework.WriteSelfSignedCert(certDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	openQueue(b, kc, dir)
+
+	// Volcano's webhook-manager only injects its CA into configurations that exist; they are removed
+	// at the end so nothing else in this run is routed to it.
+	vport, err := framework.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	vbase := "https://127.0.0.1:" + strconv.Itoa(vport)
+	cleanup := volcanoJobWebhookConfigs(b, vbase, ca)
+	defer cleanup()
+	vc, err := framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: filepath.Join(dir, "volcano")}, "vc-webhook-manager", []string{
+		"--kubeconfig=" + kc, "--listen-address=127.0.0.1", "--port=" + strconv.Itoa(vport), "--webhook-url=" + vbase,
+		"--tls-cert-file=" + filepath.Join(certDir, "tls.crt"), "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
+		"--ca-cert-file=" + filepath.Join(certDir, "tls.crt"), "--enabled-admission=/jobs/mutate,/jobs/validate", "--enable-healthz=false",
+	}, tlsAnswers(ca, vbase+"/jobs/mutate"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = vc.Stop() }()
+
+	hport, err := framework.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	health, err := framework.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	hbase := "https://127.0.0.1:" + strconv.Itoa(hport)
+	hb, err := framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: filepath.Join(dir, "hyperbatch"), BinDir: mgrBin}, "manager", []string{
+		"--kubeconfig=" + kc, "--controllers=", "--leader-elect=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health), "--cert-mode=external", "--webhook-cert-dir=" + certDir,
+		"--webhook-host=127.0.0.1", "--webhook-port=" + strconv.Itoa(hport),
+	}, framework.HTTPReady("http://127.0.0.1:"+strconv.Itoa(health)+"/readyz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = hb.Stop() }()
+
+	job := vcjob()
+	job.Spec.Queue = "bench" // both validators check the queue: Volcano's that it exists and is Open
+	body := review(b, job, metav1.GroupVersionKind{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"},
+		metav1.GroupVersionResource{Group: "batch.volcano.sh", Version: "v1alpha1", Resource: "jobs"})
+	pairs := requests / 2
+	if n, err := strconv.Atoi(os.Getenv("HB_PEERS_PAIRS")); err == nil && n > 0 { // smoke runs
+		pairs = n
+	}
+	c := tlsClient(b, ca)
+	sides := []peerSide{
+		{name: "volcano", base: vbase, mutate: "/jobs/mutate", validate: "/jobs/validate", proc: vc},
+		{name: "hyperbatch", base: hbase, mutate: hbwebhook.MutateVolcanoJobPath, validate: hbwebhook.ValidateVolcanoJobPath, proc: hb},
+	}
+	for _, s := range sides {
+		if err := checkWholeAt(c, s.base+s.mutate, body, true); err != nil {
+			b.Fatalf("%s mutate: %v\n%s", s.name, err, s.proc.LogTail(20))
+		}
+		if err := checkWholeAt(c, s.base+s.validate, body, false); err != nil {
+			b.Fatalf("%s validate: %v\n%s", s.name, err, s.proc.LogTail(20))
+		}
+		loadPairs(c, s, body, min(pairs, 2000)) // warm connections and caches
+	}
+	for i := 0; i < b.N; i++ {
+		runs := make([][]pairStats, len(sides))
+		for r := 0; r < rounds; r++ {
+			for _, k := range []int{r % 2, 1 - r%2} {
+				runs[k] = append(runs[k], loadPairs(c, sides[k], body, pairs))
+			}
+		}
+		var lines []string
+		med := make([]pairStats, len(sides))
+		for k, s := range sides {
+			sort.Slice(runs[k], func(i, j int) bool { return runs[k][i].p99 < runs[k][j].p99 })
+			med[k] = runs[k][len(runs[k])/2]
+			m := med[k]
+			b.ReportMetric(ms(m.p99), s.name+"-p99-ms")
+			b.ReportMetric(m.rps, s.name+"-req/s")
+			if m.failures > 0 {
+				b.Errorf("%s: %d failed requests", s.name, m.failures)
+			}
+			lines = append(lines, fmt.Sprintf("%-10s p50 %6.2f ms  p99 %6.2f ms  %7.0f req/s (mutate+validate pairs)  mutate p99 %6.2f ms  validate p99 %6.2f ms  server CPU %.2f ms/request  failures %d",
+				s.name, ms(m.p50), ms(m.p99), m.rps, ms(m.mutateP99), ms(m.validateP99), m.cpuMsPerReq, m.failures))
+		}
+		ratio := ms(med[1].p99) / ms(med[0].p99)
+		b.ReportMetric(ratio, "hyperbatch/volcano-p99")
+		lines = append(lines, fmt.Sprintf("ratio hyperbatch/volcano: p99 %.2fx (goal <= 0.50x), req/s %.2fx, p50 %.2fx, server CPU per request %.2fx",
+			ratio, med[1].rps/med[0].rps, ms(med[1].p50)/ms(med[0].p50), med[1].cpuMsPerReq/med[0].cpuMsPerReq))
+		mu.Lock()
+		peerPairs, peerLines = pairs, lines
+		mu.Unlock()
+	}
+}
+
+var (
+	peerLines []string
+	peerPairs int
+)
+
+type peerSide struct {
+	name, base, mutate, validate string
+	proc                         *framework.Process
+}
+
+type pairStats struct {
+	p50, p99, mutateP99, validateP99 time.Duration
+	rps, cpuMsPerReq                 float64
+	failures                         int64
+}
+
+// loadPairs sends n mutate+validate pairs from `concurrency` workers.
+func loadPairs(c *http.Client, s peerSide, body []byte, n int) pairStats {
+	lat, mut, val := make([]time.Duration, n), make([]time.Duration, n), make([]time.Duration, n)
+	var next, failures atomic.Int64
+	var wg sync.WaitGroup
+	cpu0 := s.proc.CPUSeconds()
+	start := time.Now()
+	for g := 0; g < concurrency; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf bytes.Buffer
+			call := func(path string, wantPatch bool) error {
+				buf.Reset()
+				resp, err := c.Post(s.base+path, "application/json", bytes.NewReader(body))
+				if err != nil {
+					return err
+				}
+				_, err = buf.ReadFrom(resp.Body)
+				_ = resp.Body.Close()
+				if err != nil {
+					return err
+				}
+				return checkAnswer(resp.StatusCode, buf.Bytes(), wantPatch)
+			}
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				t := time.Now()
+				err := call(s.mutate, true)
+				mut[i] = time.Since(t)
+				if err == nil {
+					t2 := time.Now()
+					err = call(s.validate, false)
+					val[i] = time.Since(t2)
+				}
+				lat[i] = time.Since(t)
+				if err != nil {
+					failures.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := s.proc.CPUSeconds() - cpu0
+	q := func(ds []time.Duration, p int) time.Duration {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)*p/100]
+	}
+	return pairStats{p50: q(lat, 50), p99: q(lat, 99), mutateP99: q(mut, 99), validateP99: q(val, 99),
+		rps: float64(n) / elapsed.Seconds(), cpuMsPerReq: 1000 * cpu / float64(n), failures: failures.Load()}
+}
+
+// openQueue creates the Volcano Queue `bench` and runs Volcano's controller-manager until its queue
+// controller has opened it (Volcano's Job validation admits only Jobs of an Open Queue).
+func openQueue(b *testing.B, kc, dir string) {
+	ctx := context.Background()
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: benchNS}, Spec: schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)}}
+	if err := w.Client.Create(ctx, q); err != nil && !strings.Contains(err.Error(), "already exists") {
+		b.Fatal(err)
+	}
+	p, err := framework.StartVolcanoControllers(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: filepath.Join(dir, "vc-controllers")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = p.Stop() }()
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := w.Client.Get(ctx, client.ObjectKeyFromObject(q), q)
+		return err == nil && q.Status.State == schedulingv1beta1.QueueStateOpen, nil
+	}); err != nil {
+		b.Fatalf("Queue %s never Open: %v\n%s", benchNS, err, p.LogTail(20))
+	}
+}
+
+// volcanoJobWebhookConfigs creates the configurations Volcano's Helm chart installs for the Job
+// webhooks (v1.14.0-alpha.0, installer/helm/chart/volcano/templates/webhooks.yaml), in URL mode, and
+// returns their removal.
+func volcanoJobWebhookConfigs(b *testing.B, base string, ca []byte) func() {
+	ctx := context.Background()
+	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
+	rules := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{batchv1alpha1.SchemeGroupVersion.Group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"jobs"}}}}
+	}
+	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + path), CABundle: ca}
+	}
+	objs := []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-service-jobs-mutate"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mutatejob.volcano.sh", ClientConfig: cc("/jobs/mutate"),
+				Rules: rules(admissionregistrationv1.Create), FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-service-jobs-validate"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "validatejob.volcano.sh", ClientConfig: cc("/jobs/validate"),
+				Rules: rules(admissionregistrationv1.Create, admissionregistrationv1.Update), FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
+	}
+	for _, o := range objs {
+		if err := w.Client.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return func() {
+		for _, o := range objs {
+			_ = w.Client.Delete(ctx, o)
+		}
+	}
+}
+
+// tlsAnswers passes once url answers over TLS with a certificate ca signed (any HTTP status).
+func tlsAnswers(ca []byte, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c := tlsClientFor(ca)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+}
