@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -184,60 +187,91 @@ func leafOf(t *testing.T) map[string]string {
 	return out
 }
 
-// jobPods lists the pods of a Volcano Job.
-func jobPods(ctx context.Context, ns, job string) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job}); err != nil {
-		return nil, err
-	}
-	return pods.Items, nil
+// volcanoJobRecord is what a watch opened before a Volcano Job was created saw of it in its
+// namespace: its PodGroups' minMember, its pods' nodes and its phases. Volcano's job controller
+// deletes the PodGroup as soon as the Job completes, and kwok completes pods at once, so polling
+// could miss a PodGroup that lived for a second; a watch cannot.
+type volcanoJobRecord struct {
+	job       string
+	mu        sync.Mutex
+	minMember []int32
+	nodes     map[string]string // pod -> node, once bound
+	phases    map[batchv1alpha1.JobPhase]string
 }
 
-// followVolcanoJob waits until Volcano's job controller has made the PodGroup and 9 pods, they are all
-// bound and the Job is Completed, and returns the pods' nodes.
-func followVolcanoJob(t *testing.T, ns, name string) []string {
+// recordVolcanoJob opens watches on PodGroups, Pods and Volcano Jobs in ns before anything is
+// created there, and records what they show of the Volcano Job named job.
+func recordVolcanoJob(t *testing.T, ns, job string) *volcanoJobRecord {
 	t.Helper()
-	poll(t, 60*time.Second, "Volcano's job controller to create the PodGroup", func(ctx context.Context) (bool, error) {
-		var pgs schedulingv1beta1.PodGroupList
-		if err := c.List(ctx, &pgs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, pg := range pgs.Items {
-			for _, o := range pg.OwnerReferences {
-				if o.Kind == "Job" && o.Name == name {
-					return pg.Spec.MinMember == 9, nil
-				}
+	r := &volcanoJobRecord{job: job, nodes: map[string]string{}, phases: map[batchv1alpha1.JobPhase]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for _, list := range []client.ObjectList{&schedulingv1beta1.PodGroupList{}, &corev1.PodList{}, &batchv1alpha1.JobList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		require.NoError(t, err, "watching %T in %s", list, ns)
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				r.see(ev.Object)
+			}
+		}()
+	}
+	return r
+}
+
+func (r *volcanoJobRecord) see(obj runtime.Object) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch o := obj.(type) {
+	case *schedulingv1beta1.PodGroup:
+		for _, ref := range o.OwnerReferences {
+			if ref.Kind == "Job" && ref.Name == r.job {
+				r.minMember = append(r.minMember, o.Spec.MinMember)
 			}
 		}
-		return false, nil
-	})
-	nodes := map[string]bool{}
-	poll(t, 3*time.Minute, "the 9 pods to be created and bound", func(ctx context.Context) (bool, error) {
-		pods, err := jobPods(ctx, ns, name)
-		if err != nil {
-			return false, err
+	case *corev1.Pod:
+		if o.Labels[batchv1alpha1.JobNameKey] == r.job && o.Spec.NodeName != "" {
+			r.nodes[o.Name] = o.Spec.NodeName
 		}
-		bound := 0
-		for _, p := range pods {
-			if p.Spec.NodeName != "" {
-				bound++
-				nodes[p.Spec.NodeName] = true
+	case *batchv1alpha1.Job:
+		if o.Name == r.job && o.Status.State.Phase != "" {
+			r.phases[o.Status.State.Phase] = o.Status.State.Message
+		}
+	}
+}
+
+// followVolcanoJob waits until the record shows that Volcano's job controller made the PodGroup
+// (minMember 9) and 9 pods, all bound, and that the Job ended Completed; it returns the pods' nodes.
+func followVolcanoJob(t *testing.T, r *volcanoJobRecord) []string {
+	t.Helper()
+	check := func(what string, timeout time.Duration, done func() (bool, error)) {
+		poll(t, timeout, what, func(context.Context) (bool, error) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return done()
+		})
+	}
+	check("Volcano's job controller to create the PodGroup", 60*time.Second, func() (bool, error) {
+		return slices.Contains(r.minMember, 9), nil
+	})
+	check("the 9 pods to be created and bound", 3*time.Minute, func() (bool, error) { return len(r.nodes) == 9, nil })
+	check("the Volcano Job to be Completed", 3*time.Minute, func() (bool, error) {
+		for _, bad := range []batchv1alpha1.JobPhase{batchv1alpha1.Failed, batchv1alpha1.Aborted} {
+			if msg, ok := r.phases[bad]; ok {
+				return false, fmt.Errorf("job ended %s: %s", bad, msg)
 			}
 		}
-		return bound == 9, nil
+		_, ok := r.phases[batchv1alpha1.Completed]
+		return ok, nil
 	})
-	var job batchv1alpha1.Job
-	poll(t, 3*time.Minute, "the Volcano Job to be Completed", func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job); err != nil {
-			return false, err
-		}
-		if job.Status.State.Phase == batchv1alpha1.Failed || job.Status.State.Phase == batchv1alpha1.Aborted {
-			return false, fmt.Errorf("job ended %s: %s", job.Status.State.Phase, job.Status.State.Message)
-		}
-		return job.Status.State.Phase == batchv1alpha1.Completed, nil
-	})
-	out := make([]string, 0, len(nodes))
-	for n := range nodes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set := map[string]bool{}
+	for _, n := range r.nodes {
+		set[n] = true
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -268,6 +302,7 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5),
 		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
 	})
+	record := recordVolcanoJob(t, ns, "train")
 	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
@@ -286,7 +321,7 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 	}
 	assert.Equal(t, int32(3), job.Spec.MaxRetry, "Volcano's default maxRetry")
 
-	nodes := followVolcanoJob(t, ns, "train")
+	nodes := followVolcanoJob(t, record)
 	leaves := leafOf(t)
 	set := map[string]bool{}
 	for _, n := range nodes {
@@ -307,13 +342,14 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 	queue := "journey-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
+	record := recordVolcanoJob(t, ns, "train")
 	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
 	assert.Equal(t, queue, job.Spec.Queue)
 	assert.Equal(t, "volcano", job.Spec.SchedulerName, "Volcano's mutating webhook fills its own scheduler")
 
-	followVolcanoJob(t, ns, "train")
+	followVolcanoJob(t, record)
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
 	assert.Equal(t, map[string]int{"volcano": 9}, scheduledBy(t, ns), "Scheduled events by component")
 	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)

@@ -25,7 +25,10 @@ import (
 )
 
 var (
-	c          client.Client
+	c client.Client
+	// wc watches: tests that must not miss short-lived objects (a Volcano Job's PodGroup lives only
+	// until the Job completes) record them from a watch opened before they create anything.
+	wc         client.WithWatch
 	kubeconfig string
 )
 
@@ -52,10 +55,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "loading %s: %v\n", kubeconfig, err)
 		return 1
 	}
-	if c, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+	if wc, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		fmt.Fprintf(os.Stderr, "creating client: %v\n", err)
 		return 1
 	}
+	c = wc
 	return m.Run()
 }
 
