@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,8 +252,10 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 			return false, err
 		}
 		for _, cond := range pg.Status.Conditions {
+			// Both timestamps have whole-second resolution, so the condition may carry the second of the
+			// last pod's creation; Volcano's own count in its message says it judged all 32 pods.
 			if cond.Type == schedulingv1beta1.PodGroupUnschedulableType && cond.Status == corev1.ConditionTrue &&
-				cond.LastTransitionTime.After(latestCreation(pods.Items)) {
+				!cond.LastTransitionTime.Time.Before(latestCreation(pods.Items)) && strings.Contains(cond.Message, fmt.Sprintf("%d Pending", gangSize)) {
 				why = cond.Reason + ": " + cond.Message
 				return pg.Spec.MinMember == gangSize+1 && len(pods.Items) == gangSize, nil
 			}
