@@ -28,6 +28,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -146,12 +147,11 @@ networkTopologyDiscovery:
 	// explicit round waits for it and then must write nothing.
 	start := time.Now()
 	go func() { done <- c.Start(ctx) }()
-	for {
-		err := round.Round()
-		if err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// Round fails until the informers have synced: poll it, bounded.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		return round.Round() == nil, nil
+	}); err != nil {
+		b.Fatalf("the first discovery round never succeeded: %v", err)
 	}
 	firstBuild := time.Since(start)
 	firstWrites := writes.Len()
@@ -185,12 +185,12 @@ networkTopologyDiscovery:
 	if err := env.Client.Update(context.Background(), &node); err != nil {
 		b.Fatal(err)
 	}
-	for {
+	// The provider's Node lister must see the move before the round.
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		got, err := c.Nodes().Get(moved)
-		if err == nil && got.Labels[labelLeaf] == leaf {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err == nil && got.Labels[labelLeaf] == leaf, nil
+	}); err != nil {
+		b.Fatalf("node %s never reached the provider's lister with leaf %s: %v", moved, leaf, err)
 	}
 	if err := round.Round(); err != nil {
 		b.Fatal(err)

@@ -456,13 +456,21 @@ func (s *boundState) sample(now time.Time) {
 	}
 }
 
+// retryAfterError waits before a failed list or watch is retried, and no longer than ctx lasts.
+func retryAfterError(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
 // follow watches the namespace's bound pods until ctx ends.
 func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peerTree, ns string) {
 	sel := metav1.ListOptions{FieldSelector: "spec.nodeName!="}
 	for ctx.Err() == nil {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, sel)
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+			retryAfterError(ctx)
 			continue
 		}
 		now := time.Now()
@@ -471,7 +479,7 @@ func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peer
 		}
 		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel.FieldSelector, ResourceVersion: l.ResourceVersion})
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
+			retryAfterError(ctx)
 			continue
 		}
 		for ev := range w.ResultChan() {
