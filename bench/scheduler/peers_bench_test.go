@@ -340,7 +340,7 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 	}
 	if s.name == "hyperbatch" {
 		var err error
-		if conf, err = documentedConfig(); err != nil {
+		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
 			return nil, err
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -685,7 +684,7 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 	}
 	if profileName == hbName {
 		var err error
-		if conf, err = documentedConfig(); err != nil {
+		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -714,23 +713,6 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 		}
 	}()
 	return done
-}
-
-// documentedConfig is docs/scheduler-config.yaml as a generic map.
-func documentedConfig() (map[string]any, error) {
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return nil, err
-	}
-	var conf map[string]any
-	if err := json.Unmarshal(js, &conf); err != nil {
-		return nil, fmt.Errorf("docs/scheduler-config.yaml: %w", err)
-	}
-	return conf, nil
 }
 
 // shuffledSizes is rounds of tpGangSizes in one fixed shuffled order.

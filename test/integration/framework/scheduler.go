@@ -2,10 +2,13 @@ package framework
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
@@ -37,4 +40,24 @@ func HyperbatchBinDir() string {
 		return d
 	}
 	return filepath.Join(RepoRoot(), "bin")
+}
+
+// DocumentedSchedulerConfig is docs/scheduler-config.yaml (the scheduler's documented
+// KubeSchedulerConfiguration) as a generic map, for tests and benchmarks that point it at their own
+// control plane.
+func DocumentedSchedulerConfig() (map[string]any, error) {
+	path := filepath.Join(RepoRoot(), "docs", "scheduler-config.yaml")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the documented scheduler config: %w", err)
+	}
+	js, err := yaml.ToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(js, &conf); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return conf, nil
 }

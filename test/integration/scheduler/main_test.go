@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -117,16 +116,8 @@ func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan s
 	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
+	conf, err := framework.DocumentedSchedulerConfig()
 	if err != nil {
-		return nil, err
-	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return nil, err
-	}
-	var conf map[string]any
-	if err := json.Unmarshal(js, &conf); err != nil {
 		return nil, err
 	}
 	conn, _ := conf["clientConnection"].(map[string]any)
