@@ -53,19 +53,7 @@ func TestHyperbatchSchedulerRunsAPod(t *testing.T) {
 		}
 		return pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning, nil
 	})
-	var events corev1.EventList
-	if err := c.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range events.Items {
-		if e.Reason == "Scheduled" && e.InvolvedObject.Name == "hello" {
-			if e.ReportingController != "hyperbatch-scheduler" && e.Source.Component != "hyperbatch-scheduler" {
-				t.Errorf("pod was scheduled by %q/%q, want hyperbatch-scheduler", e.ReportingController, e.Source.Component)
-			}
-			return
-		}
-	}
-	t.Errorf("no Scheduled event for the pod in %s", ns)
+	waitScheduledBy(t, ns, "hyperbatch-scheduler", 1)
 }
 
 // The cluster has a HyperNode tree whose node members exist and whose tiers rise towards the root.

@@ -222,7 +222,7 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 	}
 	sort.Strings(names)
 	assert.Len(t, holders, 1, "the gang's nodes %v must lie inside one tier-%d HyperNode (the lowest feasible tier); inside: %v", names, tier, holders)
-	waitScheduledBy(t, ns, "hyperbatch-scheduler")
+	waitScheduledBy(t, ns, "hyperbatch-scheduler", gangSize)
 	t.Logf("32 pods on %d nodes inside %v (tier %d)", len(names), holders, tier)
 }
 
@@ -273,7 +273,7 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	assert.Equal(t, queue, pg.Spec.Queue)
 	waitGangBound(t, ns, "gang")
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
-	waitScheduledBy(t, ns, "volcano")
+	waitScheduledBy(t, ns, "volcano", gangSize)
 }
 
 // latestCreation is the newest creationTimestamp of pods (the zero time for none).
@@ -285,22 +285,6 @@ func latestCreation(pods []corev1.Pod) time.Time {
 		}
 	}
 	return last
-}
-
-// waitScheduledBy waits until the namespace's 32 Scheduled Events (recorded asynchronously) are all
-// by scheduler.
-func waitScheduledBy(t *testing.T, ns, scheduler string) {
-	t.Helper()
-	var got map[string]int
-	poll(t, 60*time.Second, fmt.Sprintf("%d Scheduled Events by %s", gangSize, scheduler), func(context.Context) (bool, error) {
-		got = scheduledBy(t, ns)
-		total := 0
-		for _, n := range got {
-			total += n
-		}
-		return total >= gangSize, nil
-	})
-	assert.Equal(t, map[string]int{scheduler: gangSize}, got, "Scheduled events by component")
 }
 
 // minMemberAnnotation is Volcano's minMember override, read on the JobSet by controllers/podgroup.

@@ -96,6 +96,23 @@ func scheduledBy(t *testing.T, ns string) map[string]int {
 	return out
 }
 
+// waitScheduledBy waits until the namespace holds want Scheduled Events of pods (the schedulers record
+// them asynchronously, so they may arrive after the workload has finished), then asserts that all of
+// them are by scheduler.
+func waitScheduledBy(t *testing.T, ns, scheduler string, want int) {
+	t.Helper()
+	var got map[string]int
+	poll(t, 60*time.Second, fmt.Sprintf("%d Scheduled Events by %s", want, scheduler), func(context.Context) (bool, error) {
+		got = scheduledBy(t, ns)
+		total := 0
+		for _, n := range got {
+			total += n
+		}
+		return total >= want, nil
+	})
+	assert.Equal(t, map[string]int{scheduler: want}, got, "Scheduled events by component")
+}
+
 // journeyPolicy creates a WorkloadPolicy for ns and returns its name.
 func journeyPolicy(t *testing.T, ns string, d hbv1.PolicyDefaults) string {
 	t.Helper()
@@ -351,7 +368,7 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 
 	followVolcanoJob(t, record)
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
-	assert.Equal(t, map[string]int{"volcano": 9}, scheduledBy(t, ns), "Scheduled events by component")
+	waitScheduledBy(t, ns, "volcano", 9)
 	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
 }
 
@@ -418,15 +435,6 @@ spec:
 		}
 		return false, nil
 	})
-	var events corev1.EventList
-	require.NoError(t, c.List(context.Background(), &events, client.InNamespace(ns)))
-	scheduled := 0
-	for _, e := range events.Items {
-		if e.Reason == "Scheduled" && e.InvolvedObject.Kind == "Pod" {
-			scheduled++
-			assert.Contains(t, []string{e.Source.Component, e.ReportingController}, "hyperbatch-scheduler", "pod %s", e.InvolvedObject.Name)
-		}
-	}
-	assert.Equal(t, 4, scheduled, "Scheduled events for the JobSet's 4 pods")
+	waitScheduledBy(t, ns, "hyperbatch-scheduler", 4)
 	waitDeleted(t, js, "the JobSet controller to delete the JobSet after ttlSecondsAfterFinished=5", 90*time.Second)
 }
