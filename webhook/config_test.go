@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -34,8 +35,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 7 || len(vwc.Webhooks) != 8 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 7 (with the self-declared-gang JobSet entry) and 8 (with the PropagationPolicy and WorkloadPolicy checks and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 14 || len(vwc.Webhooks) != 15 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 14 (a CREATE and an UPDATE entry for 6 kinds and for the self-declared-gang JobSets) and 15 (the same for 7 kinds, and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -47,14 +48,15 @@ func TestConfigurations(t *testing.T) {
 			paths[name] = *cc.URL
 		}
 		wantFP := admissionregistrationv1.Fail
-		if name == EntryName(KindPod, true) || name == EntryName(KindPod, false) || name == JobSetPodGateEntryName || name == EntryName(KindWorkloadPolicy, false) {
+		if slices.Contains([]string{EntryName(KindPod, true), EntryName(KindPod, false), UpdateEntryName(KindPod, true), UpdateEntryName(KindPod, false),
+			JobSetPodGateEntryName, EntryName(KindWorkloadPolicy, false), UpdateEntryName(KindWorkloadPolicy, false)}, name) {
 			wantFP = admissionregistrationv1.Ignore
 		}
 		if *fp != wantFP || *se != admissionregistrationv1.SideEffectClassNone || *mp != admissionregistrationv1.Equivalent ||
 			len(versions) != 1 || versions[0] != "v1" {
 			t.Errorf("%s: failurePolicy %s sideEffects %s matchPolicy %s versions %v", name, *fp, *se, *mp, versions)
 		}
-		if name == EntryName(KindWorkloadPolicy, false) {
+		if name == EntryName(KindWorkloadPolicy, false) || name == UpdateEntryName(KindWorkloadPolicy, false) {
 			if ns != nil {
 				t.Errorf("%s: a cluster-scoped kind with a namespaceSelector %+v", name, ns)
 			}
@@ -75,23 +77,40 @@ func TestConfigurations(t *testing.T) {
 	for _, w := range vwc.Webhooks {
 		check(w.Name, w.ClientConfig, w.FailurePolicy, w.SideEffects, w.MatchPolicy, w.NamespaceSelector, w.AdmissionReviewVersions)
 	}
-	// Every entry sees only CREATEs and UPDATEs that change spec or annotations; workload entries
-	// skip namespaces the namespacelabel controller marked ungoverned.
+	// CREATE entries have no match condition (the apiserver would convert every object to evaluate
+	// it); UPDATE entries see only UPDATEs that change spec or annotations. Workload entries skip
+	// namespaces the namespacelabel controller marked ungoverned.
 	disabled := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
 	type entry struct {
 		name  string
+		ops   []admissionregistrationv1.OperationType
 		conds []admissionregistrationv1.MatchCondition
 		ns    *metav1.LabelSelector
 		scope admissionregistrationv1.ScopeType
 	}
 	var entries []entry
 	for _, w := range mwc.Webhooks {
-		entries = append(entries, entry{w.Name, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
+		entries = append(entries, entry{w.Name, w.Rules[0].Operations, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
 	}
 	for _, w := range vwc.Webhooks {
-		entries = append(entries, entry{w.Name, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
+		entries = append(entries, entry{w.Name, w.Rules[0].Operations, w.MatchConditions, w.NamespaceSelector, *w.Rules[0].Scope})
 	}
+	changed := admissionregistrationv1.MatchCondition{Name: MatchConditionName, Expression: matchConditionExpression}
+	gang := admissionregistrationv1.MatchCondition{Name: selfDeclaredGangMatchName, Expression: selfDeclaredGangExpression}
+	names := map[string]bool{}
 	for _, e := range entries {
+		if names[e.name] {
+			t.Errorf("entry %s twice", e.name)
+		}
+		names[e.name] = true
+		update := strings.Contains(e.name, "-update.")
+		wantOps := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+		if update {
+			wantOps = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+		}
+		if !slices.Equal(e.ops, wantOps) {
+			t.Errorf("%s: operations %v, want %v", e.name, e.ops, wantOps)
+		}
 		switch e.name {
 		case JobSetPodGateEntryName:
 			// CREATE only; every non-excluded namespace, governed or not.
@@ -99,21 +118,24 @@ func TestConfigurations(t *testing.T) {
 				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)
 			}
 			continue
-		case JobSetGangEntryName:
+		case JobSetGangEntryName, JobSetGangUpdateEntryName:
 			// Only ungoverned namespaces, and only JobSets that are gangs on their own.
 			in := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
-			if len(e.conds) != 2 || e.conds[0].Expression != matchConditionExpression || e.conds[1].Expression != selfDeclaredGangExpression ||
-				len(e.ns.MatchExpressions) != 2 || !equality(e.ns.MatchExpressions[1], in) {
+			want := []admissionregistrationv1.MatchCondition{gang}
+			if update {
+				want = []admissionregistrationv1.MatchCondition{changed, gang}
+			}
+			if !slices.Equal(e.conds, want) || len(e.ns.MatchExpressions) != 2 || !equality(e.ns.MatchExpressions[1], in) {
 				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)
 			}
 			continue
 		}
-		if len(e.conds) != 1 || e.conds[0].Name != MatchConditionName || e.conds[0].Expression != matchConditionExpression {
+		if update && !slices.Equal(e.conds, []admissionregistrationv1.MatchCondition{changed}) || !update && len(e.conds) != 0 {
 			t.Errorf("%s: matchConditions %+v", e.name, e.conds)
 		}
 		switch e.name {
-		case EntryName(KindPod, true), EntryName(KindPod, false):
-		case EntryName(KindWorkloadPolicy, false):
+		case EntryName(KindPod, true), EntryName(KindPod, false), UpdateEntryName(KindPod, true), UpdateEntryName(KindPod, false):
+		case EntryName(KindWorkloadPolicy, false), UpdateEntryName(KindWorkloadPolicy, false):
 			if e.scope != admissionregistrationv1.ClusterScope {
 				t.Errorf("%s: scope %s", e.name, e.scope)
 			}
@@ -123,24 +145,26 @@ func TestConfigurations(t *testing.T) {
 			}
 		}
 	}
-	if got := paths["pod.mutate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/mutate-pod" {
-		t.Errorf("pod URL %q", got)
+	for _, name := range []string{"pod.mutate.hyperbatch.dev", "pod-update.mutate.hyperbatch.dev"} {
+		if got := paths[name]; got != "https://127.0.0.1:9443/mutate-pod" {
+			t.Errorf("%s URL %q", name, got)
+		}
 	}
 	if got := paths["hyperjob.validate.hyperbatch.dev"]; got != "https://127.0.0.1:9443/validate-hyperjob" {
 		t.Errorf("hyperjob URL %q", got)
 	}
 	pod := mwc.Webhooks[0]
 	if pod.NamespaceSelector.MatchLabels[hbv1.PodWebhookLabel] != hbv1.PodWebhookLabelEnabled || pod.ObjectSelector == nil ||
-		len(pod.Rules[0].Operations) != 2 || *pod.TimeoutSeconds != PodTimeoutSeconds {
+		*pod.TimeoutSeconds != PodTimeoutSeconds {
 		t.Errorf("pod webhook %+v", pod)
 	}
 
 	// Service mode, a subset of kinds, an opt-out-style Pod selector.
 	mwc, vwc = Configurations(ConfigOptions{Kinds: []Kind{KindPod, KindPropagationPolicy}, PodNamespaceSelector: &metav1.LabelSelector{}})
-	if len(mwc.Webhooks) != 2 || len(vwc.Webhooks) != 2 {
+	if len(mwc.Webhooks) != 4 || len(vwc.Webhooks) != 4 {
 		t.Fatalf("kinds subset: %d mutating, %d validating", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
-	svc := mwc.Webhooks[1].ClientConfig.Service
+	svc := mwc.Webhooks[2].ClientConfig.Service
 	if svc == nil || svc.Namespace != DefaultNamespace || svc.Name != DefaultServiceName || *svc.Port != DefaultServicePort || *svc.Path != MutatePropagationPolicyPath {
 		t.Errorf("service %+v", svc)
 	}

@@ -103,8 +103,8 @@ func TestJobSetPodGateConfirmsMissesLive(t *testing.T) {
 // ones (no Pod opt-in label), failing open with the Pod timeout; it comes with the JobSet kind.
 func TestJobSetPodGateEntry(t *testing.T) {
 	_, vwc := Configurations(ConfigOptions{Kinds: []Kind{KindJobSet}})
-	require.Len(t, vwc.Webhooks, 2)
-	w := vwc.Webhooks[1]
+	require.Len(t, vwc.Webhooks, 3) // the JobSet's CREATE and UPDATE entries, then the gate
+	w := vwc.Webhooks[2]
 	assert.Equal(t, JobSetPodGateEntryName, w.Name)
 	assert.Equal(t, ValidateJobSetPodPath, *w.ClientConfig.Service.Path)
 	assert.Equal(t, admissionregistrationv1.Ignore, *w.FailurePolicy)

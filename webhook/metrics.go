@@ -30,6 +30,12 @@ var (
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 	}, []string{"webhook", "kind", "operation"})
 
+	// webhookPanics is hyperbatch_webhook_panics_total: handler panics answered with a 500.
+	webhookPanics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "hyperbatch_webhook_panics_total",
+		Help: "Admission handler panics, each answered with HTTP 500 (the apiserver then applies the webhook's failurePolicy).",
+	})
+
 	// policyCount is hyperbatch_webhook_workloadpolicies: the usable policies in the last build.
 	policyCount = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "hyperbatch_webhook_workloadpolicies",
@@ -38,7 +44,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(admissionRequests, admissionDuration, policyCount)
+	metrics.Registry.MustRegister(admissionRequests, admissionDuration, webhookPanics, policyCount)
 }
 
 func observe(webhook string, kind Kind, operation, result string, start time.Time) {

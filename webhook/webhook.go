@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -159,19 +158,6 @@ func Setup(mgr manager.Manager, opts Options) error {
 	}
 	return nil
 }
-
-// NewAdmissionWebhook wraps h as Setup serves every handler: controller-runtime's admission
-// plumbing (decoding the AdmissionReview, panic recovery, the response) with plainLogger.
-// Benchmarks serve their no-op baseline through it too, so they compare handlers, not plumbing.
-func NewAdmissionWebhook(h admission.Handler) *admission.Webhook {
-	return &admission.Webhook{Handler: h, LogConstructor: plainLogger}
-}
-
-// plainLogger gives each request the webhook server's logger as it is. controller-runtime's
-// default adds six request values to it on every request, which with zap encodes them at once
-// (a tenth of a Pod request's CPU) although a request that goes well logs nothing; the handlers
-// add them, with their own, only when they log (requestLog).
-func plainLogger(base logr.Logger, _ *admission.Request) logr.Logger { return base }
 
 // ReadyCheck is a healthz.Checker for /readyz: it passes once the webhook server is serving and
 // the informers the handlers read have synced, so a replica takes admission traffic only when it
