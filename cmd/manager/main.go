@@ -27,6 +27,7 @@ func main() {
 	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "hyperbatch-system"), "hyperbatch's own namespace: leader-election Lease, webhook certificate Secret and Service; no webhook admits objects there")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus /metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "address Go's /debug/pprof endpoints bind to, for profiling; empty (the default) turns them off. Bind it to localhost: they are not authenticated")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so only one replica runs the controllers; keep it on in a cluster even with one replica, so the old and new pod of a rolling update never both run them (the Helm chart always sets it)")
 	fs.StringVar(&o.controllers, "controllers", "*", "comma-separated controllers to run ('*' for all, '' for none): "+strings.Join(controllerNames(), ","))
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")

@@ -85,6 +85,7 @@ type options struct {
 	certSecret     string
 	kubeAPIQPS     float64
 	kubeAPIBurst   int
+	pprofAddr      string
 	// discoveryConfig is the HyperNode discovery configuration file (Volcano's format).
 	discoveryConfig string
 
@@ -115,6 +116,7 @@ func run(o options) error {
 		Scheme:                  scheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hyperbatch-manager.hyperbatch.dev",
 		LeaderElectionNamespace: o.namespace,
