@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -174,17 +175,9 @@ type entryPart struct {
 func byOperation(ops []admissionregistrationv1.OperationType) []entryPart {
 	var out []entryPart
 	for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
-		if contains(opStrings(ops), string(op)) {
+		if slices.Contains(ops, op) {
 			out = append(out, entryPart{ops: []admissionregistrationv1.OperationType{op}, update: op == admissionregistrationv1.Update})
 		}
-	}
-	return out
-}
-
-func opStrings(ops []admissionregistrationv1.OperationType) []string {
-	out := make([]string, len(ops))
-	for i, op := range ops {
-		out[i] = string(op)
 	}
 	return out
 }
