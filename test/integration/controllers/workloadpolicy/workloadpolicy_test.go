@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,25 +113,45 @@ func TestQueuesExistCondition(t *testing.T) {
 	ctx := context.Background()
 	c := env.Client
 	there := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-there"}}
-	require.NoError(t, c.Create(ctx, there))
+	missing := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-missing"}}
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "queues"}, Spec: hbv1.WorkloadPolicySpec{
 		Defaults:      hbv1.PolicyDefaults{Queue: "q-missing"},
 		AllowedQueues: []string{"q-there", "q-missing", "namespace/per-ns"}}}
+	t.Cleanup(func() { // so the test can run again (-count)
+		for _, o := range []client.Object{p, there, missing} {
+			_ = c.Delete(context.Background(), o)
+		}
+		framework.Eventually(t, 20*time.Second, "the test's objects to be gone", func(ctx context.Context) (bool, error) {
+			for _, o := range []client.Object{p, there, missing} {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+					return false, client.IgnoreNotFound(err)
+				}
+			}
+			return true, nil
+		})
+	})
+	require.NoError(t, c.Create(ctx, there))
 	require.NoError(t, c.Create(ctx, p))
-	waitFor(t, "QueuesExist=False naming the missing queue", func(ctx context.Context) (bool, error) {
+	// The controller's Queue cache may not hold q-there yet when it first sees the policy; the
+	// Queue's own event brings it round, so the wait is for the message that names only q-missing.
+	want := `Volcano Queue "q-missing" (spec.defaults.queue), "q-missing" (spec.allowedQueues[1]) does not exist: ` +
+		"workloads defaulted to or allowed only a missing queue wait in Pending; create the Queue (kind Queue, scheduling.volcano.sh/v1beta1) or correct the policy"
+	var last string
+	waitFor(t, "QueuesExist=False naming only the missing queue", func(ctx context.Context) (bool, error) {
 		cond, err := queuesCondition(ctx)
-		return cond != nil && cond.Status == metav1.ConditionFalse, err
+		if cond != nil {
+			last = cond.Message
+		}
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Message == want, err
 	})
 	cond, err := queuesCondition(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, workloadpolicy.ReasonQueueNotFound, cond.Reason)
-	assert.Equal(t, `Volcano Queue "q-missing" (spec.defaults.queue), "q-missing" (spec.allowedQueues[1]) does not exist: `+
-		"workloads defaulted to or allowed only a missing queue wait in Pending; create the Queue (kind Queue, scheduling.volcano.sh/v1beta1) or correct the policy", cond.Message)
+	assert.Equal(t, want, cond.Message, "last message seen: %s", last)
 	st, err := policyStatus(ctx, "queues")
 	require.NoError(t, err)
 	assert.True(t, apimeta.IsStatusConditionTrue(st.Conditions, workloadpolicy.ConditionReady), "a missing queue made the policy not Ready")
 
-	missing := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "q-missing"}}
 	require.NoError(t, c.Create(ctx, missing))
 	waitFor(t, "QueuesExist=True once the Queue exists", func(ctx context.Context) (bool, error) {
 		cond, err := queuesCondition(ctx)
