@@ -212,8 +212,9 @@ func TestWebhooksMatchGo(t *testing.T) {
 	}
 }
 
-// The scheduler profile in the chart is the documented one (docs/scheduler-config.yaml), and both
-// name the scheduler's own leader-election Lease (never kube-scheduler's). The chart always elects.
+// The scheduler profile in the chart is the documented one (docs/scheduler-config.yaml), both ship
+// the client rate limits the benchmarks measured, and both name the scheduler's own leader-election
+// Lease (never kube-scheduler's). The chart always elects.
 func TestSchedulerProfileMatchesDocs(t *testing.T) {
 	objs := render(t)
 	var cm corev1.ConfigMap
@@ -234,6 +235,12 @@ func TestSchedulerProfileMatchesDocs(t *testing.T) {
 	chart, doc := parse([]byte(cm.Data["scheduler-config.yaml"])), parse(docs)
 	if got, want := chart["profiles"], doc["profiles"]; !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("chart profile differs from docs/scheduler-config.yaml:\nchart %v\ndocs  %v", got, want)
+	}
+	// The client rate limits the benchmarks measured ship in both.
+	for name, conf := range map[string]map[string]any{"chart": chart, "docs": doc} {
+		conn, _ := conf["clientConnection"].(map[string]any)
+		assert.EqualValues(t, 2000, conn["qps"], "%s clientConnection.qps", name)
+		assert.EqualValues(t, 2000, conn["burst"], "%s clientConnection.burst", name)
 	}
 	le, _ := chart["leaderElection"].(map[string]any)
 	assert.Equal(t, map[string]any{"leaderElect": true, "resourceName": "hyperbatch-scheduler", "resourceNamespace": namespace}, le,
