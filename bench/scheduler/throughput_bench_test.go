@@ -687,6 +687,10 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
 			b.Fatal(err)
 		}
+		// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
+		if err := framework.WithoutEnqueueWait(conf); err != nil {
+			b.Fatal(err)
+		}
 	}
 	// Same client rate limits for both (the defaults, 50 QPS, would cap the figures at the binding rate).
 	conf["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000}

@@ -9,6 +9,7 @@
 //	      permitTimeoutSeconds: 60
 //	      maxCandidatesPerTier: 64
 //	      scoreWeights: {locality: 2, leafFill: 1}
+//	      waitForEnqueue: true
 //
 // The same Go type serves both versions (the fields are identical), so no conversion functions are
 // needed. The plugin also accepts args that arrive undecoded (*runtime.Unknown), e.g. from schedulers
@@ -63,6 +64,13 @@ type HyperTopologyArgs struct {
 	MaxCandidatesPerTier *int32 `json:"maxCandidatesPerTier,omitempty"`
 	// ScoreWeights weigh the plugin's node score components.
 	ScoreWeights *ScoreWeights `json:"scoreWeights,omitempty"`
+	// WaitForEnqueue holds a gang's pods until a PodGroup lifecycle controller has enqueued its
+	// PodGroup: a PodGroup with no phase yet is held like a Pending one, as Volcano's scheduler
+	// treats it. Default true: hyperbatch's manager (controller podgroupstatus) enqueues the
+	// PodGroups of hyperbatch-scheduler's gangs. Set false only where no such controller runs; gangs
+	// are then placed as soon as their pods exist, and queue capability is not enforced for
+	// PodGroups without a phase.
+	WaitForEnqueue *bool `json:"waitForEnqueue,omitempty"`
 }
 
 // ScoreWeights weigh the score components (0..100 each).
@@ -87,6 +95,10 @@ func SetDefaults(a *HyperTopologyArgs) {
 	if a.ScoreWeights == nil {
 		a.ScoreWeights = &ScoreWeights{}
 	}
+	if a.WaitForEnqueue == nil {
+		v := true
+		a.WaitForEnqueue = &v
+	}
 	if a.ScoreWeights.Locality == nil {
 		v := DefaultLocalityWeight
 		a.ScoreWeights.Locality = &v
@@ -102,6 +114,9 @@ func Validate(path *field.Path, a *HyperTopologyArgs) error {
 	var errs field.ErrorList
 	if a.PermitTimeoutSeconds == nil || *a.PermitTimeoutSeconds < 1 || *a.PermitTimeoutSeconds > MaxPermitTimeoutSeconds {
 		errs = append(errs, field.Invalid(path.Child("permitTimeoutSeconds"), deref(a.PermitTimeoutSeconds), fmt.Sprintf("must be between 1 and %d (kube-scheduler caps a Permit wait at 15 minutes)", MaxPermitTimeoutSeconds)))
+	}
+	if a.WaitForEnqueue == nil {
+		errs = append(errs, field.Required(path.Child("waitForEnqueue"), "defaults not applied"))
 	}
 	if a.MaxCandidatesPerTier == nil || *a.MaxCandidatesPerTier < 1 {
 		errs = append(errs, field.Invalid(path.Child("maxCandidatesPerTier"), deref(a.MaxCandidatesPerTier), "must be at least 1"))

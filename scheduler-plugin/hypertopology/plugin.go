@@ -77,6 +77,8 @@ type Plugin struct {
 	handle        framework.Handle
 	args          *args.HyperTopologyArgs
 	permitTimeout time.Duration
+	// waitForEnqueue: a PodGroup without a phase holds its gang (args.WaitForEnqueue).
+	waitForEnqueue bool
 
 	tree     *topology.Cache
 	tracker  *gang.Tracker
@@ -150,13 +152,14 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framework.Handle, vf vcinformers.SharedInformerFactory) (*Plugin, error) {
 	logger := klog.FromContext(ctx)
 	p := &Plugin{
-		handle:        h,
-		args:          a,
-		permitTimeout: time.Duration(*a.PermitTimeoutSeconds) * time.Second,
-		tree:          topology.NewCache(),
-		tracker:       gang.NewTracker(),
-		plans:         map[gang.Key]*plan{},
-		events:        newRecorder(h.EventRecorder()),
+		handle:         h,
+		args:           a,
+		permitTimeout:  time.Duration(*a.PermitTimeoutSeconds) * time.Second,
+		waitForEnqueue: *a.WaitForEnqueue,
+		tree:           topology.NewCache(),
+		tracker:        gang.NewTracker(),
+		plans:          map[gang.Key]*plan{},
+		events:         newRecorder(h.EventRecorder()),
 	}
 
 	hnInformer := vf.Topology().V1alpha1().HyperNodes().Informer()
@@ -169,11 +172,11 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framewor
 	if _, err := pgInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) { p.onPodGroup(obj) },
 		UpdateFunc: func(oldObj, obj interface{}) {
-			// Spec changes, and leaving the Pending phase (enqueued, see PreEnqueue), only: other
+			// Spec changes, and leaving a held phase (enqueued, see PreEnqueue), only: other
 			// status updates must not re-activate pods.
 			if o, ok := oldObj.(*schedulingv1beta1.PodGroup); ok {
 				if n, ok := obj.(*schedulingv1beta1.PodGroup); ok && o.Generation == n.Generation &&
-					(o.Status.Phase != schedulingv1beta1.PodGroupPending || n.Status.Phase == schedulingv1beta1.PodGroupPending) {
+					(!p.held(o.Status.Phase) || p.held(n.Status.Phase)) {
 					return
 				}
 			}
@@ -209,7 +212,7 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framewor
 		}
 	}
 	go p.watchTree(ctx)
-	logger.Info("HyperTopology plugin ready", "permitTimeout", p.permitTimeout, "maxCandidatesPerTier", *a.MaxCandidatesPerTier,
+	logger.Info("HyperTopology plugin ready", "permitTimeout", p.permitTimeout, "maxCandidatesPerTier", *a.MaxCandidatesPerTier, "waitForEnqueue", p.waitForEnqueue,
 		"localityWeight", *a.ScoreWeights.Locality, "leafFillWeight", *a.ScoreWeights.LeafFill)
 	return p, nil
 }

@@ -26,8 +26,17 @@ var _ framework.PreEnqueuePlugin = &Plugin{}
 // PodGroup appears or its spec (minMember) changes; the PodGroup Add/Update event (hintPodGroup)
 // requeues them as well.
 //
+// A gang is also held while its PodGroup is not enqueued (held: phase Pending, or no phase yet unless
+// waitForEnqueue is false).
+//
 // Pods whose PodGroup does not exist yet are not gated: PreFilter turns them away and the PodGroup's
 // Add event requeues them.
+// held reports whether a PodGroup in phase keeps its gang out of scheduling: Pending always; no
+// phase yet while waitForEnqueue is on (a lifecycle controller will decide it).
+func (p *Plugin) held(phase schedulingv1beta1.PodGroupPhase) bool {
+	return phase == schedulingv1beta1.PodGroupPending || phase == "" && p.waitForEnqueue
+}
+
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := gang.KeyOf(pod)
 	if !ok {
@@ -37,12 +46,16 @@ func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if err != nil {
 		return nil // no PodGroup (or lister error): let PreFilter decide
 	}
-	if pg.Status.Phase == schedulingv1beta1.PodGroupPending {
-		// Not admitted to its queue (queue missing, closed or full): the PodGroup's Unschedulable
-		// condition and Events (controllers/podgroupstatus) say why. Leaving Pending re-activates
-		// the gang (onPodGroup, hintPodGroup). An empty phase (no lifecycle controller) is not gated.
+	if p.held(pg.Status.Phase) {
+		// Not admitted to its queue (queue missing, closed or full), or not judged yet (no phase):
+		// the PodGroup's Unschedulable condition and Events (controllers/podgroupstatus) say why.
+		// Leaving the held phase re-activates the gang (onPodGroup, hintPodGroup).
+		phase := string(pg.Status.Phase)
+		if phase == "" {
+			phase = "none yet"
+		}
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("gang %s waits for its PodGroup to be enqueued (phase Pending, queue %q)", key, pg.Spec.Queue))
+			fmt.Sprintf("gang %s waits for its PodGroup to be enqueued (phase %s, queue %q)", key, phase, pg.Spec.Queue))
 	}
 	minMember := max(pg.Spec.MinMember, 1)
 	n := int32(len(p.members(key)))

@@ -59,3 +59,36 @@ func TestPreEnqueue(t *testing.T) {
 		})
 	}
 }
+
+// With waitForEnqueue (the default), a complete gang is held until its PodGroup has a phase that is
+// not Pending, and the PodGroup handler re-activates it when it leaves "" or Pending; without it only
+// Pending holds.
+func TestPreEnqueueWaitsForEnqueue(t *testing.T) {
+	now := time.Now()
+	a0, a1 := pod("a-0", "a", 0, 1), pod("a-1", "a", 0, 1)
+	for _, tc := range []struct {
+		phase schedulingv1beta1.PodGroupPhase
+		wait  bool
+		gated bool
+	}{
+		{"", true, true},
+		{"", false, false},
+		{schedulingv1beta1.PodGroupPending, false, true},
+		{schedulingv1beta1.PodGroupInqueue, true, false},
+		{schedulingv1beta1.PodGroupRunning, true, false},
+	} {
+		t.Run(string(tc.phase)+"/"+map[bool]string{true: "wait", false: "no-wait"}[tc.wait], func(t *testing.T) {
+			g := pg("a", now, 2)
+			g.Status.Phase = tc.phase
+			p := testPlugin(t, []*schedulingv1beta1.PodGroup{g}, []*corev1.Pod{a0, a1})
+			p.waitForEnqueue = tc.wait
+			st := p.PreEnqueue(context.Background(), a0)
+			if gated := !st.IsSuccess(); gated != tc.gated {
+				t.Fatalf("gated = %v (%v), want %v", gated, st, tc.gated)
+			}
+			if tc.gated && !strings.Contains(st.Message(), "waits for its PodGroup to be enqueued") {
+				t.Fatalf("message %q does not say the gang waits for enqueue", st.Message())
+			}
+		})
+	}
+}

@@ -61,3 +61,28 @@ func DocumentedSchedulerConfig() (map[string]any, error) {
 	}
 	return conf, nil
 }
+
+// WithoutEnqueueWait sets the HyperTopology args' waitForEnqueue to false in a scheduler
+// configuration from DocumentedSchedulerConfig, for suites that run the scheduler without a
+// PodGroup lifecycle controller: their gangs are placed as soon as their pods exist.
+func WithoutEnqueueWait(conf map[string]any) error {
+	profiles, _ := conf["profiles"].([]any)
+	for _, pr := range profiles {
+		profile, _ := pr.(map[string]any)
+		pcs, _ := profile["pluginConfig"].([]any)
+		for _, pc := range pcs {
+			entry, _ := pc.(map[string]any)
+			if entry["name"] != "HyperTopology" {
+				continue
+			}
+			a, _ := entry["args"].(map[string]any)
+			if a == nil {
+				a = map[string]any{}
+			}
+			a["waitForEnqueue"] = false
+			entry["args"] = a
+			return nil
+		}
+	}
+	return fmt.Errorf("the scheduler configuration has no HyperTopology pluginConfig")
+}

@@ -110,7 +110,8 @@ func run(m *testing.M) (int, error) {
 }
 
 // startScheduler runs kube-scheduler as cmd/scheduler does: --config is docs/scheduler-config.yaml
-// with clientConnection.kubeconfig pointed at the test control plane (as hack/localcluster does).
+// with clientConnection.kubeconfig pointed at the test control plane (as hack/localcluster does) and
+// waitForEnqueue off (no lifecycle controller here).
 func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan struct{}, error) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
@@ -118,6 +119,11 @@ func startScheduler(ctx context.Context, cfg *rest.Config, dir string) (<-chan s
 	}
 	conf, err := framework.DocumentedSchedulerConfig()
 	if err != nil {
+		return nil, err
+	}
+	// No PodGroup lifecycle controller runs in this suite (controllers/podgroupstatus has its own):
+	// gangs are placed once their pods exist.
+	if err := framework.WithoutEnqueueWait(conf); err != nil {
 		return nil, err
 	}
 	conn, _ := conf["clientConnection"].(map[string]any)

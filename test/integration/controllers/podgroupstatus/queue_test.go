@@ -101,6 +101,40 @@ func TestQueueCapabilityHoldsGang(t *testing.T) {
 	waitEvent(t, ns, "b", "Enqueued", fmt.Sprintf("admitted to queue %q", capQ), "nvidia.com/gpu 8 of 8")
 }
 
+// A gang whose pods all exist before the controller has judged its PodGroup (no phase yet: a JobSet's
+// or a hand-made PodGroup) is held by the scheduler until it is enqueued, so a full queue holds it:
+// its pods are never placed while the older gang uses the queue's capability.
+func TestGangWithoutPhaseWaitsForEnqueue(t *testing.T) {
+	dumpLogOnFailure(t)
+	ns := namespace(t, "nophase")
+	rack(t, "nophase", "nophase-rack", 2)
+	capQ := queue(t, "nophase-q", gpus(8), schedulingv1beta1.QueueStateOpen, "")
+
+	podGroup(t, ns, "a", pgOpts{queue: capQ, minMember: 2, minGPU: 8})
+	gangPods(t, "nophase", ns, "a", hb, 2, 4)
+	waitPG(t, ns, "a", "Running", phaseIs(schedulingv1beta1.PodGroupRunning))
+
+	// b: the PodGroup and its whole gang at once, with no wait for the controller in between.
+	podGroup(t, ns, "b", pgOpts{queue: capQ, minMember: 2, minGPU: 8})
+	gangPods(t, "nophase", ns, "b", hb, 2, 4)
+	waitPG(t, ns, "b", "Pending over capability", func(pg *schedulingv1beta1.PodGroup) bool {
+		return pg.Status.Phase == schedulingv1beta1.PodGroupPending &&
+			unschedulable(corev1.ConditionTrue, "QueueCapabilityExceeded", "total 16 > capability 8")(pg)
+	})
+	// The scheduler has seen b's pods: a gang created after them is placed.
+	podGroup(t, ns, "c", pgOpts{queue: capQ, minMember: 1})
+	gangPods(t, "nophase", ns, "c", hb, 1, 0)
+	waitBound(t, ns, "c", 1)
+	for _, p := range groupPods(t, ns, "b") {
+		assert.Empty(t, p.Spec.NodeName, "pod %s of the gang over capability is bound", p.Name)
+	}
+
+	setPodsPhase(t, ns, "a", corev1.PodSucceeded)
+	waitBound(t, ns, "b", 2)
+	waitPG(t, ns, "b", "Running", phaseIs(schedulingv1beta1.PodGroupRunning))
+	waitEvent(t, ns, "b", "Enqueued", fmt.Sprintf("admitted to queue %q", capQ))
+}
+
 // Waiting gangs are enqueued in the plugin's QueueSort order (priority, then age): when capacity
 // frees up, a younger high-priority gang goes first; in a fifo queue nothing passes the head.
 func TestQueueOrder(t *testing.T) {
