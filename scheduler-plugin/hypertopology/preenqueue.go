@@ -14,6 +14,12 @@ import (
 
 var _ framework.PreEnqueuePlugin = &Plugin{}
 
+// held reports whether a PodGroup in phase keeps its gang out of scheduling: Pending always; no
+// phase yet while waitForEnqueue is on (a lifecycle controller will decide it).
+func (p *Plugin) held(phase schedulingv1beta1.PodGroupPhase) bool {
+	return phase == schedulingv1beta1.PodGroupPending || phase == "" && p.waitForEnqueue
+}
+
 // PreEnqueue keeps a gang pod out of the active queue while fewer than minMember pods of its gang
 // exist, so an incomplete gang's pods are not popped, rejected in PreFilter and backed off one by
 // one. Counting uses the pod informer's gang index (O(gang)).
@@ -31,12 +37,6 @@ var _ framework.PreEnqueuePlugin = &Plugin{}
 //
 // Pods whose PodGroup does not exist yet are not gated: PreFilter turns them away and the PodGroup's
 // Add event requeues them.
-// held reports whether a PodGroup in phase keeps its gang out of scheduling: Pending always; no
-// phase yet while waitForEnqueue is on (a lifecycle controller will decide it).
-func (p *Plugin) held(phase schedulingv1beta1.PodGroupPhase) bool {
-	return phase == schedulingv1beta1.PodGroupPending || phase == "" && p.waitForEnqueue
-}
-
 func (p *Plugin) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := gang.KeyOf(pod)
 	if !ok {
