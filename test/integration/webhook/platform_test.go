@@ -93,9 +93,9 @@ func TestWorkloadPolicyInvalidSelectorRefused(t *testing.T) {
 		`spec.namespaceSelector.matchExpressions[0].operator: Invalid value: "in": must be one of In, NotIn, Exists, DoesNotExist (operators are case-sensitive: write In)`)
 }
 
-// requests sums hyperbatch_webhook_admission_requests_total over both webhooks and every result
-// for one kind and operation.
-func requests(t *testing.T, kind, operation string) float64 {
+// requests sums hyperbatch_webhook_admission_requests_total over every result for one kind,
+// operation and webhook ("mutating", "validating", or "" for both).
+func requests(t *testing.T, kind, operation, webhook string) float64 {
 	t.Helper()
 	fams, err := metrics.Registry.Gather()
 	require.NoError(t, err)
@@ -106,7 +106,8 @@ func requests(t *testing.T, kind, operation string) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			l := labels(m)
-			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") {
+			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") &&
+				(webhook == "" || strings.HasSuffix(l, "webhook="+webhook)) {
 				sum += m.GetCounter().GetValue()
 			}
 		}
@@ -116,7 +117,10 @@ func requests(t *testing.T, kind, operation string) float64 {
 
 // A PodGroup's status is written with plain updates (its CRD has no status subresource). Those
 // writes, and label changes, reach no hyperbatch webhook (matchConditions); a spec change reaches
-// both, once each, which is the positive signal the count is taken after.
+// both. Webhook calls are made within the write, so each count is complete when its write returns.
+// The spec change's count is at least one call per webhook, not exactly one: a full-suite run under
+// load once counted three calls, likely a retry (the apiserver retries a webhook call whose
+// connection was reset, and each attempt reaches the handler).
 func TestStatusWritesCostNoWebhookCall(t *testing.T) {
 	ctx, cancel := framework.Context(30 * time.Second)
 	defer cancel()
@@ -124,7 +128,7 @@ func TestStatusWritesCostNoWebhookCall(t *testing.T) {
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "status-a"}, Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1}}
 	require.NoError(t, env.Client.Create(ctx, pg))
 	require.Equal(t, "team-a", pg.Spec.Queue)
-	before := requests(t, "PodGroup", "UPDATE")
+	before := requests(t, "PodGroup", "UPDATE", "")
 	const writes = 20
 	for i := range writes {
 		pg.Status.Running = int32(i)
@@ -133,10 +137,13 @@ func TestStatusWritesCostNoWebhookCall(t *testing.T) {
 	}
 	pg.Labels = map[string]string{"touched": "yes"}
 	require.NoError(t, env.Client.Update(ctx, pg))
+	assert.Equal(t, float64(0), requests(t, "PodGroup", "UPDATE", "")-before, "%d status writes and a label change reached hyperbatch's webhooks", writes)
+
+	mutating, validating := requests(t, "PodGroup", "UPDATE", "mutating"), requests(t, "PodGroup", "UPDATE", "validating")
 	pg.Spec.MinMember = 2
 	require.NoError(t, env.Client.Update(ctx, pg))
-	got := requests(t, "PodGroup", "UPDATE") - before
-	assert.Equal(t, float64(2), got, "%d status writes, a label change and a spec change made %v webhook calls; want 2 (the spec change's mutating and validating)", writes, got)
+	assert.GreaterOrEqual(t, requests(t, "PodGroup", "UPDATE", "mutating")-mutating, float64(1), "the spec change did not reach the mutating webhook")
+	assert.GreaterOrEqual(t, requests(t, "PodGroup", "UPDATE", "validating")-validating, float64(1), "the spec change did not reach the validating webhook")
 }
 
 // Through a real apiserver: in a namespace no WorkloadPolicy governs (labelled
