@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,50 +198,38 @@ type pairStats struct {
 // loadPairs sends n mutate+validate pairs from `concurrency` workers.
 func loadPairs(c *http.Client, s peerSide, body []byte, n int) pairStats {
 	lat, mut, val := make([]time.Duration, n), make([]time.Duration, n), make([]time.Duration, n)
-	var next, failures atomic.Int64
-	var wg sync.WaitGroup
+	var failures atomic.Int64
 	cpu0 := s.proc.CPUSeconds()
-	start := time.Now()
-	for g := 0; g < concurrency; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf bytes.Buffer
-			call := func(path string, wantPatch bool) error {
-				buf.Reset()
-				resp, err := c.Post(s.base+path, "application/json", bytes.NewReader(body))
-				if err != nil {
-					return err
-				}
-				_, err = buf.ReadFrom(resp.Body)
-				_ = resp.Body.Close()
-				if err != nil {
-					return err
-				}
-				return checkAnswer(resp.StatusCode, buf.Bytes(), wantPatch)
+	elapsed := parallel(n, func() func(int) {
+		var buf bytes.Buffer
+		call := func(path string, wantPatch bool) error {
+			buf.Reset()
+			resp, err := c.Post(s.base+path, "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
 			}
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				t := time.Now()
-				err := call(s.mutate, s.patches)
-				mut[i] = time.Since(t)
-				if err == nil {
-					t2 := time.Now()
-					err = call(s.validate, false)
-					val[i] = time.Since(t2)
-				}
-				lat[i] = time.Since(t)
-				if err != nil {
-					failures.Add(1)
-				}
+			_, err = buf.ReadFrom(resp.Body)
+			_ = resp.Body.Close()
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+			return checkAnswer(resp.StatusCode, buf.Bytes(), wantPatch)
+		}
+		return func(i int) {
+			t := time.Now()
+			err := call(s.mutate, s.patches)
+			mut[i] = time.Since(t)
+			if err == nil {
+				t2 := time.Now()
+				err = call(s.validate, false)
+				val[i] = time.Since(t2)
+			}
+			lat[i] = time.Since(t)
+			if err != nil {
+				failures.Add(1)
+			}
+		}
+	})
 	cpu := s.proc.CPUSeconds() - cpu0
 	q := func(ds []time.Duration, p int) time.Duration {
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })

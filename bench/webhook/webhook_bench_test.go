@@ -159,6 +159,27 @@ func tlsClientFor(ca []byte) *http.Client {
 		MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency, ForceAttemptHTTP2: false}}
 }
 
+// parallel runs work(i) for every i in [0, n) on `concurrency` workers and returns the wall time.
+// newWorker is called once per worker and returns that worker's function, which may keep its own
+// buffers.
+func parallel(n int, newWorker func() func(i int)) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work := newWorker()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				work(int(i))
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
 // load sends n AdmissionReviews to path from `concurrency` workers and returns latency statistics.
 // A request's latency ends when its answer has been read. Every answer is checked with byte
 // searches (allowed, and a JSON patch exactly when wantPatch); the first one of each call is also
@@ -170,38 +191,26 @@ func load(b *testing.B, path string, body []byte, wantPatch bool, n int) stats {
 		b.Fatalf("%s: %v", path, err)
 	}
 	lat := make([]time.Duration, n)
-	var next, failures atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < concurrency; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf bytes.Buffer
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				buf.Reset()
-				t := time.Now()
-				resp, err := c.Post(w.URL+path, "application/json", bytes.NewReader(body))
-				if err == nil {
-					_, err = buf.ReadFrom(resp.Body)
-					_ = resp.Body.Close()
-				}
-				lat[i] = time.Since(t)
-				if err == nil {
-					err = checkAnswer(resp.StatusCode, buf.Bytes(), wantPatch)
-				}
-				if err != nil {
-					failures.Add(1)
-				}
+	var failures atomic.Int64
+	elapsed := parallel(n, func() func(int) {
+		var buf bytes.Buffer
+		return func(i int) {
+			buf.Reset()
+			t := time.Now()
+			resp, err := c.Post(w.URL+path, "application/json", bytes.NewReader(body))
+			if err == nil {
+				_, err = buf.ReadFrom(resp.Body)
+				_ = resp.Body.Close()
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+			lat[i] = time.Since(t)
+			if err == nil {
+				err = checkAnswer(resp.StatusCode, buf.Bytes(), wantPatch)
+			}
+			if err != nil {
+				failures.Add(1)
+			}
+		}
+	})
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	return stats{p50: lat[n/2], p99: lat[n*99/100], rps: float64(n) / elapsed.Seconds(), failures: failures.Load()}
 }
@@ -430,34 +439,23 @@ func joinRates(xs []float64) string {
 func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) float64 {
 	hooks := setup == setupHyperbatch
 	calls0 := noopCalls.Load()
-	var next, failures, wrong atomic.Int64
+	var failures, wrong atomic.Int64
 	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < concurrency; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= burstPods {
-					return
-				}
-				p := pod()
-				p.Name = fmt.Sprintf("%s-%d", prefix, i)
-				if err := c.Create(context.Background(), p); err != nil {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks {
-					wrong.Add(1)
-				}
+	elapsed := parallel(burstPods, func() func(int) {
+		return func(i int) {
+			p := pod()
+			p.Name = fmt.Sprintf("%s-%d", prefix, i)
+			if err := c.Create(context.Background(), p); err != nil {
+				failures.Add(1)
+				firstErr.CompareAndSwap(nil, err.Error())
+				return
 			}
-		}()
-	}
-	wg.Wait()
-	rps := burstPods / time.Since(start).Seconds()
+			if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks {
+				wrong.Add(1)
+			}
+		}
+	})
+	rps := burstPods / elapsed.Seconds()
 	wantCalls := int64(0)
 	if setup == setupFloor {
 		wantCalls = burstPods
