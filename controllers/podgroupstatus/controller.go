@@ -53,7 +53,10 @@ type Options struct {
 
 // Reconciler keeps the phase, counts and conditions of served PodGroups.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// live reads the apiserver, bypassing the cache: an admission is confirmed against the Queue
+	// as stored (see confirmQueue).
+	live     client.Reader
 	writer   *statusWriter
 	recorder record.EventRecorder
 	opts     Options
@@ -95,6 +98,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	return &Reconciler{
 		client:     mgr.GetClient(),
+		live:       mgr.GetAPIReader(),
 		writer:     &statusWriter{c: mgr.GetClient(), disc: disc},
 		recorder:   mgr.GetEventRecorderFor("hyperbatch-podgroupstatus"),
 		opts:       opts,
@@ -346,17 +350,67 @@ func (r *Reconciler) served(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 }
 
 // decide runs the enqueue rule for pg's queue and returns pg's verdict. Called with the queue's lock.
+// A verdict to admit is confirmed against the Queue as the apiserver stores it (confirmQueue).
 func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup) (verdict, error) {
 	key := client.ObjectKeyFromObject(pg)
 	name := queueOf(pg)
-	var q schedulingv1beta1.Queue
-	qp := &q
-	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &q); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return verdict{}, fmt.Errorf("reading Queue %s of PodGroup %s: %w", name, key, err)
-		}
-		qp = nil
+	qp, err := getQueue(ctx, r.client, name)
+	if err != nil {
+		return verdict{}, fmt.Errorf("reading Queue %s of PodGroup %s: %w", name, key, err)
 	}
+	v, err := r.decideWith(ctx, pg, qp)
+	if err != nil || !v.admit {
+		return v, err
+	}
+	stored, changed, err := r.confirmQueue(ctx, name, qp)
+	if err != nil {
+		return verdict{}, fmt.Errorf("confirming Queue %s for PodGroup %s: %w", name, key, err)
+	}
+	if !changed {
+		return v, nil
+	}
+	queueRecheckTotal.Inc()
+	log.FromContext(ctx).V(1).Info("Queue changed since the cache saw it; deciding again on the stored Queue",
+		"queue", name, "podGroup", key)
+	return r.decideWith(ctx, pg, stored)
+}
+
+// getQueue reads the Queue name through c; nil (and no error) when it does not exist.
+func getQueue(ctx context.Context, c client.Reader, name string) (*schedulingv1beta1.Queue, error) {
+	var q schedulingv1beta1.Queue
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, &q); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &q, nil
+}
+
+// confirmQueue reads the Queue from the apiserver before a gang is enqueued. The cache of Queues and
+// the cache of PodGroups are fed by separate watches, so a PodGroup created after its Queue was closed
+// (or its capability lowered) can reach the controller before that Queue change does. One read per
+// enqueue, not per reconcile: only a verdict to admit is confirmed. changed is false when the stored
+// Queue is the cached one (same resourceVersion, or both missing).
+func (r *Reconciler) confirmQueue(ctx context.Context, name string, cached *schedulingv1beta1.Queue) (stored *schedulingv1beta1.Queue, changed bool, err error) {
+	stored, err = getQueue(ctx, r.live, name)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case stored == nil && cached == nil:
+		return nil, false, nil
+	case stored == nil || cached == nil:
+		return stored, true, nil
+	default:
+		return stored, stored.ResourceVersion != cached.ResourceVersion, nil
+	}
+}
+
+// decideWith is decide on the given Queue (nil: it does not exist).
+func (r *Reconciler) decideWith(ctx context.Context, pg *schedulingv1beta1.PodGroup, qp *schedulingv1beta1.Queue) (verdict, error) {
+	key := client.ObjectKeyFromObject(pg)
+	name := queueOf(pg)
 	if qp == nil || !queueOpen(qp) || len(qp.Spec.Capability) == 0 {
 		// No capacity to share: the decision does not depend on the other gangs.
 		prio, err := r.priority(ctx, pg)
