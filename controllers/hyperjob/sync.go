@@ -18,13 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
+	"github.com/hyperbatch/hyperbatch/internal/policyinputs"
 )
 
 // maxBatch caps how many writes of one kind run at once (see slowStart).
@@ -36,7 +36,8 @@ type syncResult struct {
 	plan *Plan
 	// jobs are the child Volcano Jobs controlled by the HyperJob after this pass, by name.
 	jobs map[string]*batchv1alpha1.Job
-	// staleCache: the cached HyperJob is older than the apiserver's; nothing was written.
+	// staleCache: the cached HyperJob, or the namespace's cached policy inputs, are older than the
+	// apiserver's; nothing was written.
 	staleCache bool
 	// waitFor > 0: expectations are not met yet (see expectations); nothing was written. It is the
 	// time until they expire.
@@ -73,10 +74,12 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		res.waitFor = left
 		return res, releaseErr
 	}
-	ns, pols, err := r.policyInputs(ctx, hj.Namespace)
+	inputs, err := policyinputs.Read(ctx, r.client, hj.Namespace)
 	if err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
 		return res, errors.Join(releaseErr, err)
 	}
+	ns, pols := inputs.Namespace, inputs.Policies
 	plan, err := BuildPlan(hj, ns, pols)
 	if err != nil {
 		return res, errors.Join(releaseErr, err)
@@ -162,6 +165,19 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		res.staleCache = err == nil
 		return res, errors.Join(releaseErr, err)
 	}
+	if len(applyPPs)+len(createJobs) > 0 {
+		// New children get their queue and clusters from the policies: only from policies the
+		// apiserver confirms (a policy created just before the HyperJob may not be cached yet).
+		ok, err := policyinputs.Confirm(ctx, r.apiReader, hj.Namespace, inputs)
+		if err != nil {
+			reconcileErrors.WithLabelValues(opRead).Inc()
+			return res, errors.Join(releaseErr, err)
+		}
+		if !ok {
+			res.staleCache = true
+			return res, releaseErr
+		}
+	}
 
 	errs := []error{releaseErr}
 	p := newPass()
@@ -217,27 +233,6 @@ func (r *Reconciler) listChildren(ctx context.Context, hj *trainingv1alpha1.Hype
 		pps[pl.Items[i].Name] = &pl.Items[i]
 	}
 	return jobs, pps, nil
-}
-
-// policyInputs reads the namespace and the WorkloadPolicies (from the manager's cache) for the
-// defaults engine.
-func (r *Reconciler) policyInputs(ctx context.Context, namespace string) (defaults.Namespace, *defaults.Policies, error) {
-	var ns corev1.Namespace
-	if err := r.client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return defaults.Namespace{}, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
-	}
-	var list hbv1.WorkloadPolicyList
-	if err := r.client.List(ctx, &list); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return defaults.Namespace{}, nil, fmt.Errorf("listing WorkloadPolicies: %w", err)
-	}
-	pols, err := defaults.NewPolicies(list.Items)
-	if err != nil {
-		// The valid policies still apply; the WorkloadPolicy controller reports the invalid ones.
-		log.FromContext(ctx).V(1).Info("ignoring invalid WorkloadPolicies", "error", err.Error())
-	}
-	return defaults.NamespaceOf(&ns), pols, nil
 }
 
 // ppDrifted reports whether a field of a PropagationPolicy that this controller sets differs from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -23,6 +24,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/policyinputs"
 )
 
 // FieldOwner is the server-side apply field manager of every PodGroup this controller writes.
@@ -49,7 +51,10 @@ const (
 
 // Reconciler keeps one PodGroup per gang JobSet.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// live reads the apiserver, bypassing the cache: a PodGroup is put in a queue only on policy
+	// inputs the apiserver confirms (policyinputs.Confirm).
+	live     client.Reader
 	recorder record.EventRecorder
 
 	mu sync.Mutex
@@ -63,6 +68,7 @@ type Reconciler struct {
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	return &Reconciler{
 		client:   mgr.GetClient(),
+		live:     mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor(FieldOwner),
 		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
 		warned:   map[types.UID]types.UID{},
@@ -137,10 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.reportPhase(&js, have)
 	}
 
-	ns, pols, err := r.policyInputs(ctx, js.Namespace)
+	inputs, err := policyinputs.Read(ctx, r.client, js.Namespace)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	ns, pols := inputs.Namespace, inputs.Policies
 	switch {
 	case !IsGang(&js, ns, pols):
 		return reconcile.Result{}, r.release(ctx, &js, have, "not a gang")
@@ -169,6 +176,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.recorder.Event(&js, corev1.EventTypeWarning, ReasonQueueNotAllowed, "no PodGroup: "+ref.Error())
 			logger.Info("PodGroup queue not allowed", "reason", ref.Error())
 			return reconcile.Result{}, nil
+		}
+		// The queue and its check came from the cache, whose WorkloadPolicies and Namespace arrive
+		// through their own watches: a policy created just before the JobSet may not be in it yet.
+		// A queue is written only on inputs the apiserver confirms; otherwise wait for the cache.
+		current, err := policyinputs.Confirm(ctx, r.live, js.Namespace, inputs)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !current {
+			policyInputsStale.Inc()
+			logger.V(1).Info("WorkloadPolicies or the namespace changed since the cache saw them; deciding again once it has")
+			return reconcile.Result{RequeueAfter: staleInputsRequeue}, nil
 		}
 	}
 	if have != nil && have.Status.Phase == schedulingv1beta1.PodGroupRunning {
@@ -273,23 +292,8 @@ func (r *Reconciler) reportPhase(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta
 	r.recorder.Event(js, typ, ReasonPodGroupPrefix+string(phase), msg)
 }
 
-// policyInputs reads the namespace and WorkloadPolicies for the defaults engine.
-func (r *Reconciler) policyInputs(ctx context.Context, namespace string) (defaults.Namespace, *defaults.Policies, error) {
-	var ns corev1.Namespace
-	if err := r.client.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
-		return defaults.Namespace{}, nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
-	}
-	var list hbv1.WorkloadPolicyList
-	if err := r.client.List(ctx, &list); err != nil {
-		return defaults.Namespace{}, nil, fmt.Errorf("listing WorkloadPolicies: %w", err)
-	}
-	pols, err := defaults.NewPolicies(list.Items)
-	if err != nil {
-		// The valid policies still apply; the WorkloadPolicy controller reports the invalid ones.
-		log.FromContext(ctx).V(1).Info("ignoring invalid WorkloadPolicies", "error", err.Error())
-	}
-	return defaults.NamespaceOf(&ns), pols, nil
-}
+// staleInputsRequeue is how soon a JobSet is decided again when the cache lagged the apiserver.
+const staleInputsRequeue = 200 * time.Millisecond
 
 // admission reads the namespace's LimitRanges and the RuntimeClasses.
 func (r *Reconciler) admission(ctx context.Context, namespace string) (Admission, error) {

@@ -83,6 +83,16 @@ func TestFinishedChildDeletedWhileManagerDownIsNotRecreated(t *testing.T) {
 	jobs, _ := waitForChildren(t, timeout, ns, "d", names("d", "a", 2))
 	require.Equal(t, []string{hbv1.HyperJobChildFinalizer}, jobs["d-a-0"].Finalizers)
 	require.Nil(t, jobs["d-a-0"].Spec.TTLSecondsAfterFinished, "children have no TTL of their own")
+	// The controller writes status right after the creates; stopping it before that write lands
+	// would leave nothing to compare with below.
+	waitFor(t, timeout, "both children in status", func(ctx context.Context) (bool, error) {
+		hj, err := getHyperJob(ctx, ns, "d")
+		if err != nil {
+			return false, err
+		}
+		return hj.Status.ObservedGeneration == hj.Generation && len(hj.Status.ReplicatedJobsStatus) == 1 &&
+			len(hj.Status.ReplicatedJobsStatus[0].JobStates) == 2, nil
+	})
 	stop()
 
 	// The manager is down: the child finishes and is deleted at once (as a short TTL or a user would).
@@ -93,12 +103,13 @@ func TestFinishedChildDeletedWhileManagerDownIsNotRecreated(t *testing.T) {
 	require.NotNil(t, held.DeletionTimestamp, "deleted, but held by the finalizer")
 	hj, err := getHyperJob(ctx, ns, "d")
 	require.NoError(t, err)
+	require.Len(t, hj.Status.ReplicatedJobsStatus, 1)
 	require.NotEqual(t, batchv1alpha1.Completed, hj.Status.ReplicatedJobsStatus[0].JobStates["d-a-0"].Phase, "not recorded yet")
 
 	startManager(t, testConfig(), ns)
 	waitFor(t, timeout, "d-a-0 recorded as Completed and then let go", func(ctx context.Context) (bool, error) {
 		hj, err := getHyperJob(ctx, ns, "d")
-		if err != nil || hj.Status.ReplicatedJobsStatus[0].JobStates["d-a-0"].Phase != batchv1alpha1.Completed {
+		if err != nil || len(hj.Status.ReplicatedJobsStatus) != 1 || hj.Status.ReplicatedJobsStatus[0].JobStates["d-a-0"].Phase != batchv1alpha1.Completed {
 			return false, err
 		}
 		jobs, _, err := children(ctx, ns, "d")

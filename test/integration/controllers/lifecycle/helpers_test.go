@@ -185,6 +185,20 @@ func events(ctx context.Context, ns string, uid types.UID, reason string) ([]cor
 	return out, nil
 }
 
+// waitEvents waits until the Events with reason about the object uid count at least want (the
+// recorder writes them asynchronously, after the action they report), then requires exactly want.
+func waitEvents(t *testing.T, ns string, uid types.UID, reason string, want int32) []corev1.Event {
+	t.Helper()
+	var es []corev1.Event
+	waitFor(t, 30*time.Second, fmt.Sprintf("%d %s Event(s)", want, reason), func(ctx context.Context) (bool, error) {
+		var err error
+		es, err = events(ctx, ns, uid, reason)
+		return eventCount(es) >= want, err
+	})
+	require.EqualValues(t, want, eventCount(es), "%s Events", reason)
+	return es
+}
+
 // eventCount sums the counts of the Events (the recorder aggregates repeats into one with count n).
 func eventCount(es []corev1.Event) int32 {
 	var n int32

@@ -86,9 +86,7 @@ func TestHyperJobDeadline(t *testing.T) {
 	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 3*time.Second)
 	requireAborted(t, ns, jobs)
 	assert.Equal(t, before+1, actions(lifecycle.KindHyperJob, lifecycle.ActionDeadline))
-	es, err := events(context.Background(), ns, got.UID, lifecycle.ReasonDeadlineExceeded)
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, eventCount(es))
+	waitEvents(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded, 1)
 
 	// A child of the failed HyperJob that disappears is never recreated: delete one, then make the
 	// HyperJob controller process the HyperJob again (a spec change; it answers with
@@ -117,8 +115,12 @@ func TestHyperJobDeadline(t *testing.T) {
 func TestHyperJobTTLDeletesItAndChildren(t *testing.T) {
 	ns := newNamespace(t, "hj-ttl")
 	startManager(t, ns, managerOptions{hyperJob: true})
-	create(t, newHyperJob(ns, "done", 2, 1, 3))
+	// The deadline is set once the children exist: a 1 s deadline counted from creationTimestamp
+	// (whole seconds) can be due at creation, before the HyperJob controller made any child, and a
+	// HyperJob failed first never gets children. This test is about what follows the failure.
+	create(t, newHyperJob(ns, "done", 2, -1, -1))
 	waitForChildren(t, ns, "done", 2)
+	updateHyperJob(t, ns, "done", func(hj *trainingv1alpha1.HyperJob) { hj.Annotations = lifecycleAnnotations(1, 3) })
 	got, failed := waitForHyperJobFailed(t, ns, "done")
 
 	waitFor(t, 30*time.Second, "HyperJob deleted", func(ctx context.Context) (bool, error) {
@@ -128,9 +130,7 @@ func TestHyperJobTTLDeletesItAndChildren(t *testing.T) {
 	left, err := childJobs(context.Background(), ns, "done")
 	require.NoError(t, err)
 	require.Empty(t, left)
-	es, err := events(context.Background(), ns, got.UID, lifecycle.ReasonTTLExpired)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, eventCount(es))
+	es := waitEvents(t, ns, got.UID, lifecycle.ReasonTTLExpired, 1)
 	requireWithin(t, "TTL deletion", failed.LastTransitionTime.Time, es[0].FirstTimestamp.Time, 3*time.Second)
 
 	// The HyperJob controller has processed later events (a sentinel HyperJob's children exist), and
@@ -162,13 +162,8 @@ func TestRestartMidCountdown(t *testing.T) {
 	waitFor(t, 30*time.Second, "HyperJob deleted", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(get(ctx, &trainingv1alpha1.HyperJob{}, ns, "r")), nil
 	})
-	ctx := context.Background()
-	dl, err := events(ctx, ns, got.UID, lifecycle.ReasonDeadlineExceeded)
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, eventCount(dl), "the deadline acted once")
-	ttl, err := events(ctx, ns, got.UID, lifecycle.ReasonTTLExpired)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, eventCount(ttl), "the TTL deletion happened once")
+	waitEvents(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded, 1)  // the deadline acted once
+	ttl := waitEvents(t, ns, got.UID, lifecycle.ReasonTTLExpired, 1) // the TTL deletion happened once
 	requireWithin(t, "TTL deletion after restarts", failed.LastTransitionTime.Time, ttl[0].FirstTimestamp.Time, 4*time.Second)
 }
 

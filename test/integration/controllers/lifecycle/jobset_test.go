@@ -74,9 +74,7 @@ func TestJobSetDeadlineWithRealJobSetController(t *testing.T) {
 	c := trueCondition(cur.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
 	require.NotNil(t, c, "the JobSet controller kept the Failed condition")
 	assert.Equal(t, lifecycle.ReasonDeadlineExceeded, c.Reason)
-	es, err := events(context.Background(), ns, cur.UID, lifecycle.ReasonDeadlineExceeded)
-	require.NoError(t, err)
-	assert.EqualValues(t, 1, eventCount(es))
+	waitEvents(t, ns, cur.UID, lifecycle.ReasonDeadlineExceeded, 1)
 }
 
 // Time spent suspended does not count, and resuming restarts the clock (the Kubernetes Job rule).

@@ -73,7 +73,7 @@ type managerOptions struct {
 
 // startManager runs a manager whose cache sees only namespace. The returned stop is idempotent and
 // also runs at test cleanup.
-func startManager(t testing.TB, namespace string, mo managerOptions) func() {
+func startManager(t *testing.T, namespace string, mo managerOptions) func() {
 	t.Helper()
 	o := ctrl.Options{
 		Scheme:                 scheme.New(),
@@ -125,5 +125,17 @@ func startManager(t testing.TB, namespace string, mo managerOptions) func() {
 		})
 	}
 	t.Cleanup(stop)
+	if mo.hyperJob {
+		// Positive signal that the HyperJob controller runs: a probe HyperJob (no lifecycle
+		// annotations) gets its child. Tests then create HyperJobs whose deadline counts from their
+		// creation, and must not race the manager's start-up.
+		probes++
+		probe := fmt.Sprintf("probe-%d", probes)
+		create(t, newHyperJob(namespace, probe, 1, -1, -1))
+		waitForChildren(t, namespace, probe, 1)
+	}
 	return stop
 }
+
+// probes numbers the probe HyperJobs of startManager.
+var probes int

@@ -61,7 +61,20 @@ func startVolcanoJobController(t *testing.T) {
 			t.Logf("vc-controller-manager output:\n%s", framework.Tail(out.String(), 4000))
 		}
 	})
+	// Positive signal that Volcano's job controller runs: it makes a probe Job's PodGroup. The tests'
+	// deadlines count from their jobs' creation and must not race Volcano's start-up.
+	volcanoStarts++
+	probeNS := newNamespace(t, fmt.Sprintf("vc-probe-%d", volcanoStarts))
+	probe := newVCJob(probeNS, "probe", -1)
+	create(t, probe)
+	waitFor(t, 60*time.Second, "Volcano's job controller makes the probe Job's PodGroup", func(ctx context.Context) (bool, error) {
+		n, err := ownPodGroups(ctx, probeNS, probe)
+		return n == 1, err
+	})
 }
+
+// volcanoStarts numbers startVolcanoJobController's probe namespaces.
+var volcanoStarts int
 
 func vcJob(ctx context.Context, ns, name string) (*batchv1alpha1.Job, error) {
 	var j batchv1alpha1.Job
@@ -113,7 +126,7 @@ func TestVolcanoJobDeadlineWithVolcano(t *testing.T) {
 	startVolcanoJobController(t)
 	ns := newNamespace(t, "vcjob-volcano")
 	startManager(t, ns, managerOptions{podGroupStatus: true})
-	job := newVCJob(ns, "train", 6)
+	job := newVCJob(ns, "train", 10)
 	job.Spec.Tasks[0].Replicas, job.Spec.MinAvailable = 2, 2
 	job.Spec.SchedulerName = podgroupstatus.DefaultSchedulerName
 	create(t, job)
@@ -145,7 +158,7 @@ func TestVolcanoJobDeadlineWithVolcano(t *testing.T) {
 	require.Equal(t, lifecycle.ReasonDeadlineExceeded, cur.Annotations[lifecycle.TerminationReasonAnnotation])
 	decided, err := time.Parse(time.RFC3339, cur.Annotations[lifecycle.DeadlineExceededAtAnnotation])
 	require.NoError(t, err)
-	requireWithin(t, "abort decision", cur.CreationTimestamp.Time, decided, 6*time.Second)
+	requireWithin(t, "abort decision", cur.CreationTimestamp.Time, decided, 10*time.Second)
 	// Volcano executed and deleted the Command.
 	var cmds busv1alpha1.CommandList
 	require.NoError(t, env.Client.List(context.Background(), &cmds, client.InNamespace(ns)))
@@ -159,7 +172,7 @@ func TestVolcanoJobSuspendResumeResetsClock(t *testing.T) {
 	startVolcanoJobController(t)
 	ns := newNamespace(t, "vcjob-resume")
 	startManager(t, ns, managerOptions{})
-	paused, control := newVCJob(ns, "paused", 6), newVCJob(ns, "control", 6)
+	paused, control := newVCJob(ns, "paused", 10), newVCJob(ns, "control", 10)
 	create(t, paused)
 	create(t, control)
 	userCommand := func(j *batchv1alpha1.Job, action busv1alpha1.Action) {
@@ -203,5 +216,5 @@ func TestVolcanoJobSuspendResumeResetsClock(t *testing.T) {
 	require.NoError(t, err)
 	decided, err := time.Parse(time.RFC3339, cur.Annotations[lifecycle.DeadlineExceededAtAnnotation])
 	require.NoError(t, err)
-	requireWithin(t, "abort after resume", resumed, decided, 6*time.Second)
+	requireWithin(t, "abort after resume", resumed, decided, 10*time.Second)
 }

@@ -194,7 +194,12 @@ func TestMinResourcesFromLimitRangeAndRuntimeClass(t *testing.T) {
 
 	// 4 pods × (app 200m + sidecar 50m + overhead 100m) cpu; memory from the default limit: 4 ×
 	// (256Mi app + 256Mi sidecar + 64Mi overhead).
-	pg := waitPG(t, ns, "train", func(pg *schedulingv1beta1.PodGroup) bool { return pg.Spec.MinMember == 4 })
+	// The LimitRange and RuntimeClass come through their own watches and may reach the controller
+	// after the JobSet: wait for the PodGroup that counts them (the watches recompute it).
+	pg := waitPG(t, ns, "train", func(pg *schedulingv1beta1.PodGroup) bool {
+		return pg.Spec.MinMember == 4 && pg.Spec.MinResources != nil && (*pg.Spec.MinResources).Cpu().Cmp(q("1400m")) == 0 &&
+			(*pg.Spec.MinResources).Memory().Cmp(q("2304Mi")) == 0
+	})
 	assertQty(t, "1400m", pg.Spec.MinResources, corev1.ResourceCPU)
 	assertQty(t, "2304Mi", pg.Spec.MinResources, corev1.ResourceMemory)
 	require.True(t, metav1.IsControlledBy(pg, js), "PodGroup must be controlled by the JobSet")
