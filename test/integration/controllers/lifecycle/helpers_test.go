@@ -185,17 +185,17 @@ func events(ctx context.Context, ns string, uid types.UID, reason string) ([]cor
 	return out, nil
 }
 
-// waitEvents waits until the Events with reason about the object uid count at least want (the
-// recorder writes them asynchronously, after the action they report), then requires exactly want.
-func waitEvents(t *testing.T, ns string, uid types.UID, reason string, want int32) []corev1.Event {
+// waitEvent waits until an Event with reason about the object uid exists (the recorder writes it
+// asynchronously, after the action it reports), then requires exactly one (the action happened once).
+func waitEvent(t *testing.T, ns string, uid types.UID, reason string) []corev1.Event {
 	t.Helper()
 	var es []corev1.Event
-	waitFor(t, 30*time.Second, fmt.Sprintf("%d %s Event(s)", want, reason), func(ctx context.Context) (bool, error) {
+	waitFor(t, 30*time.Second, reason+" Event", func(ctx context.Context) (bool, error) {
 		var err error
 		es, err = events(ctx, ns, uid, reason)
-		return eventCount(es) >= want, err
+		return eventCount(es) >= 1, err
 	})
-	require.EqualValues(t, want, eventCount(es), "%s Events", reason)
+	require.EqualValues(t, 1, eventCount(es), "%s Events", reason)
 	return es
 }
 

@@ -86,7 +86,7 @@ func TestHyperJobDeadline(t *testing.T) {
 	requireWithin(t, "Failed", got.CreationTimestamp.Time, failed.LastTransitionTime.Time, 3*time.Second)
 	requireAborted(t, ns, jobs)
 	assert.Equal(t, before+1, actions(lifecycle.KindHyperJob, lifecycle.ActionDeadline))
-	waitEvents(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded, 1)
+	waitEvent(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded)
 
 	// A child of the failed HyperJob that disappears is never recreated: delete one, then make the
 	// HyperJob controller process the HyperJob again (a spec change; it answers with
@@ -130,7 +130,7 @@ func TestHyperJobTTLDeletesItAndChildren(t *testing.T) {
 	left, err := childJobs(context.Background(), ns, "done")
 	require.NoError(t, err)
 	require.Empty(t, left)
-	es := waitEvents(t, ns, got.UID, lifecycle.ReasonTTLExpired, 1)
+	es := waitEvent(t, ns, got.UID, lifecycle.ReasonTTLExpired)
 	requireWithin(t, "TTL deletion", failed.LastTransitionTime.Time, es[0].FirstTimestamp.Time, 3*time.Second)
 
 	// The HyperJob controller has processed later events (a sentinel HyperJob's children exist), and
@@ -162,8 +162,8 @@ func TestRestartMidCountdown(t *testing.T) {
 	waitFor(t, 30*time.Second, "HyperJob deleted", func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(get(ctx, &trainingv1alpha1.HyperJob{}, ns, "r")), nil
 	})
-	waitEvents(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded, 1)  // the deadline acted once
-	ttl := waitEvents(t, ns, got.UID, lifecycle.ReasonTTLExpired, 1) // the TTL deletion happened once
+	waitEvent(t, ns, got.UID, lifecycle.ReasonDeadlineExceeded)  // the deadline acted once
+	ttl := waitEvent(t, ns, got.UID, lifecycle.ReasonTTLExpired) // the TTL deletion happened once
 	requireWithin(t, "TTL deletion after restarts", failed.LastTransitionTime.Time, ttl[0].FirstTimestamp.Time, 4*time.Second)
 }
 

@@ -74,7 +74,7 @@ func TestJobSetDeadlineWithRealJobSetController(t *testing.T) {
 	c := trueCondition(cur.Status.Conditions, string(jobsetv1alpha2.JobSetFailed))
 	require.NotNil(t, c, "the JobSet controller kept the Failed condition")
 	assert.Equal(t, lifecycle.ReasonDeadlineExceeded, c.Reason)
-	waitEvents(t, ns, cur.UID, lifecycle.ReasonDeadlineExceeded, 1)
+	waitEvent(t, ns, cur.UID, lifecycle.ReasonDeadlineExceeded)
 }
 
 // Time spent suspended does not count, and resuming restarts the clock (the Kubernetes Job rule).

@@ -29,7 +29,7 @@ func TestVolcanoJobDeadline(t *testing.T) {
 	requireWithin(t, "abort decision", j.CreationTimestamp.Time, decided, 2*time.Second)
 	// The first manager's Event is written before it stops (a stopping recorder may drop one it has
 	// not sent yet).
-	waitEvents(t, ns, j.UID, lifecycle.ReasonDeadlineExceeded, 1)
+	waitEvent(t, ns, j.UID, lifecycle.ReasonDeadlineExceeded)
 
 	// A new manager reads the recorded decision and the Command's name: nothing is repeated. Its
 	// positive signal is a second job's deadline acting.
@@ -39,7 +39,7 @@ func TestVolcanoJobDeadline(t *testing.T) {
 	var second batchv1alpha1.Job
 	require.NoError(t, get(context.Background(), &second, ns, "second"))
 	requireAborted(t, ns, []batchv1alpha1.Job{j, second})
-	waitEvents(t, ns, second.UID, lifecycle.ReasonDeadlineExceeded, 1) // the new manager has recorded its own
+	waitEvent(t, ns, second.UID, lifecycle.ReasonDeadlineExceeded) // the new manager has recorded its own
 	es, err := events(context.Background(), ns, j.UID, lifecycle.ReasonDeadlineExceeded)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, eventCount(es), "the first job's abort was not repeated")
