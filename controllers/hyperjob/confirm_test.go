@@ -21,11 +21,8 @@ import (
 // not seen yet, nothing is written and the pass is retried; with the policy cached, the queue is
 // refused; with no policy at all, the child is created.
 func TestChildrenWrittenOnlyOnConfirmedPolicies(t *testing.T) {
-	const ns = "tenant"
-	nsObj := builders.Namespace(ns, map[string]string{"team": "a"}, nil)
-	nsObj.ResourceVersion = "5"
-	pol := builders.MakePolicy("only-team-a").Selector("team", "a").AllowedQueues("team-a").Obj()
-	pol.ResourceVersion = "7"
+	nsObj, pol := builders.CachedTenant()
+	ns := nsObj.Name
 	hj := builders.MakeHyperJob(ns, "train").ReplicatedJobs(trainingv1alpha1.ReplicatedJob{Name: "a", Replicas: 1,
 		TemplateSpec: batchv1alpha1.JobSpec{Queue: "gpu", MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{task("w", 1, "")}}}).Obj()
 	hj.UID, hj.ResourceVersion = "hj-uid", "3"

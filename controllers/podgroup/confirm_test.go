@@ -25,11 +25,8 @@ import (
 // a policy the cache has not seen yet: the reconcile waits (requeue) and writes nothing. Once the
 // cache has the policy, the queue is refused with an Event.
 func TestQueueWrittenOnlyOnConfirmedPolicies(t *testing.T) {
-	const ns = "tenant"
-	nsObj := builders.Namespace(ns, map[string]string{"team": "a"}, nil)
-	nsObj.ResourceVersion = "5"
-	pol := builders.MakePolicy("only-team-a").Selector("team", "a").AllowedQueues("team-a").Obj()
-	pol.ResourceVersion = "7"
+	nsObj, pol := builders.CachedTenant()
+	ns := nsObj.Name
 	js := jobset(map[string]string{defaults.QueueNameAnnotation: "gpu"},
 		rjob("w", 1, ptr.To[int32](2), ptr.To[int32](2), corev1.PodSpec{SchedulerName: HyperbatchSchedulerName,
 			Containers: []corev1.Container{{Name: "c"}}}))
