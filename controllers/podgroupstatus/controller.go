@@ -274,20 +274,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !needsAdmission {
 		return r.apply(ctx, &pg, phase, c, nil)
 	}
-	unlock := r.lockQueue(queueOf(&pg))
-	v, err := r.decide(ctx, &pg)
+	v, err := r.admission(ctx, &pg)
 	if err != nil {
-		unlock()
 		return ctrl.Result{}, err
 	}
 	phase = schedulingv1beta1.PodGroupPending
 	if v.admit {
 		phase = schedulingv1beta1.PodGroupInqueue
-		// Reserve before the write, so the queue's next decision (which may run while this write
-		// is in flight) counts this gang; undone if the write does not happen.
-		r.reserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
 	}
-	unlock()
 	res, err := r.apply(ctx, &pg, phase, c, &v)
 	if v.admit {
 		r.unreserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
@@ -349,20 +343,36 @@ func (r *Reconciler) served(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 	return served, job, pods, nil
 }
 
-// decide runs the enqueue rule for pg's queue and returns pg's verdict. Called with the queue's lock.
-// A verdict to admit is confirmed against the Queue as the apiserver stores it (confirmQueue).
-func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup) (verdict, error) {
+// admission runs the enqueue rule for pg's queue and returns pg's verdict. A verdict to admit comes
+// with a reservation (see reserve), made before the write so the queue's next decision, which may
+// run while the write is in flight, counts this gang; the caller undoes it if the write does not
+// happen (unreserve).
+//
+// The rule runs on the cached Queue, under the queue's lock. A verdict to admit is then confirmed
+// against the Queue as the apiserver stores it (confirmQueue), outside the lock so the read does not
+// serialize the queue's decisions; the reservation keeps counting this gang meanwhile. When the
+// stored Queue is newer, the reservation is dropped and the rule runs again on the stored Queue.
+func (r *Reconciler) admission(ctx context.Context, pg *schedulingv1beta1.PodGroup) (verdict, error) {
 	key := client.ObjectKeyFromObject(pg)
 	name := queueOf(pg)
-	qp, err := getQueue(ctx, r.client, name)
+	unlock := r.lockQueue(name)
+	cached, err := getQueue(ctx, r.client, name)
 	if err != nil {
+		unlock()
 		return verdict{}, fmt.Errorf("reading Queue %s of PodGroup %s: %w", name, key, err)
 	}
-	v, err := r.decideWith(ctx, pg, qp)
+	v, err := r.decide(ctx, pg, cached)
 	if err != nil || !v.admit {
+		unlock()
 		return v, err
 	}
-	stored, changed, err := r.confirmQueue(ctx, name, qp)
+	r.reserve(key, pg.ResourceVersion)
+	unlock()
+
+	stored, changed, err := r.confirmQueue(ctx, name, cached)
+	if err != nil || changed {
+		r.unreserve(key, pg.ResourceVersion)
+	}
 	if err != nil {
 		return verdict{}, fmt.Errorf("confirming Queue %s for PodGroup %s: %w", name, key, err)
 	}
@@ -372,7 +382,13 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 	queueRecheckTotal.Inc()
 	log.FromContext(ctx).V(1).Info("Queue changed since the cache saw it; deciding again on the stored Queue",
 		"queue", name, "podGroup", key)
-	return r.decideWith(ctx, pg, stored)
+	unlock = r.lockQueue(name)
+	defer unlock()
+	v, err = r.decide(ctx, pg, stored)
+	if err == nil && v.admit {
+		r.reserve(key, pg.ResourceVersion)
+	}
+	return v, err
 }
 
 // getQueue reads the Queue name through c; nil (and no error) when it does not exist.
@@ -407,8 +423,9 @@ func (r *Reconciler) confirmQueue(ctx context.Context, name string, cached *sche
 	}
 }
 
-// decideWith is decide on the given Queue (nil: it does not exist).
-func (r *Reconciler) decideWith(ctx context.Context, pg *schedulingv1beta1.PodGroup, qp *schedulingv1beta1.Queue) (verdict, error) {
+// decide runs the enqueue rule for pg on the Queue qp (nil: it does not exist). Called with the
+// queue's lock.
+func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup, qp *schedulingv1beta1.Queue) (verdict, error) {
 	key := client.ObjectKeyFromObject(pg)
 	name := queueOf(pg)
 	if qp == nil || !queueOpen(qp) || len(qp.Spec.Capability) == 0 {

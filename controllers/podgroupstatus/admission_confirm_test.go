@@ -2,6 +2,7 @@ package podgroupstatus
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,12 +45,13 @@ func deciding(t *testing.T, cached, stored *schedulingv1beta1.Queue) (*Reconcile
 		*reads++
 		return c.Get(ctx, key, obj, opts...)
 	}})
-	return &Reconciler{client: cache.Build(), live: live.Build(), written: map[types.NamespacedName]writeRecord{}}, reads
+	return &Reconciler{client: cache.Build(), live: live.Build(), written: map[types.NamespacedName]writeRecord{},
+		queueLocks: map[string]*sync.Mutex{}}, reads
 }
 
 // A decision to enqueue is confirmed against the stored Queue, and taken again when the cache lags
 // behind it; a refusal costs no apiserver read.
-func TestDecideConfirmsAdmissionWithStoredQueue(t *testing.T) {
+func TestAdmissionConfirmedWithStoredQueue(t *testing.T) {
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
 		Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: "q", MinResources: ptrTo(gpu(4))}}
 	for _, tc := range []struct {
@@ -69,11 +71,18 @@ func TestDecideConfirmsAdmissionWithStoredQueue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, reads := deciding(t, tc.cached, tc.stored)
-			v, err := r.decide(context.Background(), pg)
+			v, err := r.admission(context.Background(), pg)
 			require.NoError(t, err)
 			assert.Equal(t, tc.admit, v.admit, "admit (verdict %+v)", v)
 			assert.Equal(t, tc.reason, v.reason, "reason")
 			assert.Equal(t, tc.reads, *reads, "apiserver reads of the Queue")
+			// An admission holds a reservation for the write; a refusal holds none, also when the
+			// cached verdict had reserved.
+			want := schedulingv1beta1.PodGroupPhase("")
+			if tc.admit {
+				want = schedulingv1beta1.PodGroupInqueue
+			}
+			assert.Equal(t, want, r.written[client.ObjectKeyFromObject(pg)].phase, "reservation")
 		})
 	}
 }
