@@ -53,10 +53,7 @@ type Options struct {
 
 // Reconciler keeps the phase, counts and conditions of served PodGroups.
 type Reconciler struct {
-	client client.Client
-	// live reads the apiserver, bypassing the cache: an admission is confirmed against the Queue
-	// as stored (see confirmQueue).
-	live     client.Reader
+	client   client.Client
 	writer   *statusWriter
 	recorder record.EventRecorder
 	opts     Options
@@ -98,7 +95,6 @@ func NewReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	}
 	return &Reconciler{
 		client:     mgr.GetClient(),
-		live:       mgr.GetAPIReader(),
 		writer:     &statusWriter{c: mgr.GetClient(), disc: disc},
 		recorder:   mgr.GetEventRecorderFor("hyperbatch-podgroupstatus"),
 		opts:       opts,
@@ -274,14 +270,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !needsAdmission {
 		return r.apply(ctx, &pg, phase, c, nil)
 	}
-	v, err := r.admission(ctx, &pg)
+	unlock := r.lockQueue(queueOf(&pg))
+	v, err := r.decide(ctx, &pg)
 	if err != nil {
+		unlock()
 		return ctrl.Result{}, err
 	}
 	phase = schedulingv1beta1.PodGroupPending
 	if v.admit {
 		phase = schedulingv1beta1.PodGroupInqueue
+		// Reserve before the write, so the queue's next decision (which may run while this write
+		// is in flight) counts this gang; undone if the write does not happen.
+		r.reserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
 	}
+	unlock()
 	res, err := r.apply(ctx, &pg, phase, c, &v)
 	if v.admit {
 		r.unreserve(client.ObjectKeyFromObject(&pg), pg.ResourceVersion)
@@ -343,91 +345,18 @@ func (r *Reconciler) served(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 	return served, job, pods, nil
 }
 
-// admission runs the enqueue rule for pg's queue and returns pg's verdict. A verdict to admit comes
-// with a reservation (see reserve), made before the write so the queue's next decision, which may
-// run while the write is in flight, counts this gang; the caller undoes it if the write does not
-// happen (unreserve).
-//
-// The rule runs on the cached Queue, under the queue's lock. A verdict to admit is then confirmed
-// against the Queue as the apiserver stores it (confirmQueue), outside the lock so the read does not
-// serialize the queue's decisions; the reservation keeps counting this gang meanwhile. When the
-// stored Queue is newer, the reservation is dropped and the rule runs again on the stored Queue.
-func (r *Reconciler) admission(ctx context.Context, pg *schedulingv1beta1.PodGroup) (verdict, error) {
+// decide runs the enqueue rule for pg's queue and returns pg's verdict. Called with the queue's lock.
+func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup) (verdict, error) {
 	key := client.ObjectKeyFromObject(pg)
 	name := queueOf(pg)
-	unlock := r.lockQueue(name)
-	cached, err := getQueue(ctx, r.client, name)
-	if err != nil {
-		unlock()
-		return verdict{}, fmt.Errorf("reading Queue %s of PodGroup %s: %w", name, key, err)
-	}
-	v, err := r.decide(ctx, pg, cached)
-	if err != nil || !v.admit {
-		unlock()
-		return v, err
-	}
-	r.reserve(key, pg.ResourceVersion)
-	unlock()
-
-	stored, changed, err := r.confirmQueue(ctx, name, cached)
-	if err != nil || changed {
-		r.unreserve(key, pg.ResourceVersion)
-	}
-	if err != nil {
-		return verdict{}, fmt.Errorf("confirming Queue %s for PodGroup %s: %w", name, key, err)
-	}
-	if !changed {
-		return v, nil
-	}
-	queueRecheckTotal.Inc()
-	log.FromContext(ctx).V(1).Info("Queue changed since the cache saw it; deciding again on the stored Queue",
-		"queue", name, "podGroup", key)
-	unlock = r.lockQueue(name)
-	defer unlock()
-	v, err = r.decide(ctx, pg, stored)
-	if err == nil && v.admit {
-		r.reserve(key, pg.ResourceVersion)
-	}
-	return v, err
-}
-
-// getQueue reads the Queue name through c; nil (and no error) when it does not exist.
-func getQueue(ctx context.Context, c client.Reader, name string) (*schedulingv1beta1.Queue, error) {
 	var q schedulingv1beta1.Queue
-	if err := c.Get(ctx, types.NamespacedName{Name: name}, &q); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
+	qp := &q
+	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &q); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return verdict{}, fmt.Errorf("reading Queue %s of PodGroup %s: %w", name, key, err)
 		}
-		return nil, err
+		qp = nil
 	}
-	return &q, nil
-}
-
-// confirmQueue reads the Queue from the apiserver before a gang is enqueued. The cache of Queues and
-// the cache of PodGroups are fed by separate watches, so a PodGroup created after its Queue was closed
-// (or its capability lowered) can reach the controller before that Queue change does. One read per
-// enqueue, not per reconcile: only a verdict to admit is confirmed. changed is false when the stored
-// Queue is the cached one (same resourceVersion, or both missing).
-func (r *Reconciler) confirmQueue(ctx context.Context, name string, cached *schedulingv1beta1.Queue) (stored *schedulingv1beta1.Queue, changed bool, err error) {
-	stored, err = getQueue(ctx, r.live, name)
-	if err != nil {
-		return nil, false, err
-	}
-	switch {
-	case stored == nil && cached == nil:
-		return nil, false, nil
-	case stored == nil || cached == nil:
-		return stored, true, nil
-	default:
-		return stored, stored.ResourceVersion != cached.ResourceVersion, nil
-	}
-}
-
-// decide runs the enqueue rule for pg on the Queue qp (nil: it does not exist). Called with the
-// queue's lock.
-func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup, qp *schedulingv1beta1.Queue) (verdict, error) {
-	key := client.ObjectKeyFromObject(pg)
-	name := queueOf(pg)
 	if qp == nil || !queueOpen(qp) || len(qp.Spec.Capability) == 0 {
 		// No capacity to share: the decision does not depend on the other gangs.
 		prio, err := r.priority(ctx, pg)

@@ -22,10 +22,7 @@
 // resource the capability names. Waiting PodGroups of one Queue are considered in the scheduler
 // plugin's QueueSort order: priority (spec.priorityClassName), then creation time, then name. With
 // the Queue's dequeueStrategy "traverse" (Volcano's default) a PodGroup that does not fit is skipped
-// and younger ones may pass it; with "fifo" everything behind it waits too. The decision is taken on
-// the cached Queue; a decision to enqueue is confirmed with one read of the Queue from the apiserver
-// (Queues and PodGroups come through separate watches, so a Queue closed just before a PodGroup was
-// created may not be in the cache yet) and taken again when the stored Queue is newer.
+// and younger ones may pass it; with "fifo" everything behind it waits too.
 //
 // Writes. Status is written with a JSON merge patch that carries only status and the resourceVersion
 // read (optimistic lock), on the main resource when the PodGroup CRD has no status subresource

@@ -27,10 +27,6 @@ var (
 		Name: "hyperbatch_podgroupstatus_not_served_total",
 		Help: "Reconciles of PodGroups this controller does not serve (another scheduler's, or no owning Job and no pods yet); nothing is written to them.",
 	})
-	queueRecheckTotal = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "hyperbatch_podgroupstatus_queue_rechecks_total",
-		Help: "Enqueue decisions taken again because the Queue stored in the apiserver was newer than the cached one (a Queue change not yet seen by the watch).",
-	})
 
 	registerOnce sync.Once
 )
@@ -42,7 +38,7 @@ const (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(writesTotal, enqueueSeconds, refusalsTotal, notServedTotal, queueRecheckTotal)
+		metrics.Registry.MustRegister(writesTotal, enqueueSeconds, refusalsTotal, notServedTotal)
 		writesTotal.WithLabelValues(changePhase)
 		writesTotal.WithLabelValues(changeDetail)
 		for _, r := range []string{ReasonQueueNotFound, ReasonQueueClosed, ReasonQueueCapabilityExceeded, ReasonQueueFIFO} {

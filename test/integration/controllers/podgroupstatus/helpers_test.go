@@ -153,6 +153,21 @@ func setQueueState(t *testing.T, name string, state schedulingv1beta1.QueueState
 	}))
 }
 
+// waitCachedQueueState waits until the controller's cache holds the Queue with this status.state.
+func waitCachedQueueState(t *testing.T, name string, state schedulingv1beta1.QueueState) {
+	t.Helper()
+	var last schedulingv1beta1.QueueState
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var q schedulingv1beta1.Queue
+		if err := ctl.cache.Get(ctx, client.ObjectKey{Name: name}, &q); err != nil {
+			return false, nil
+		}
+		last = q.Status.State
+		return last == state, nil
+	})
+	require.NoError(t, err, "Queue %s in the controller's cache: state %q, want %q", name, last, state)
+}
+
 type pgOpts struct {
 	queue     string
 	minMember int32

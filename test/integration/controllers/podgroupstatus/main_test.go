@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -150,6 +151,8 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 type controllerRun struct {
 	writes *writeCounter
+	// cache is the controller's informer cache: tests wait on it for what the controller has seen.
+	cache  client.Reader
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -176,7 +179,7 @@ func startController() (*controllerRun, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &controllerRun{writes: w, cancel: cancel, done: make(chan error, 1)}
+	run := &controllerRun{writes: w, cache: mgr.GetCache(), cancel: cancel, done: make(chan error, 1)}
 	go func() { run.done <- mgr.Start(ctx) }()
 	return run, nil
 }

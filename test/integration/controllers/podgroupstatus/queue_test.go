@@ -198,6 +198,10 @@ func TestMissingAndClosedQueue(t *testing.T) {
 	assert.True(t, unschedulable(corev1.ConditionFalse, "Enqueued")(pg), "refusal cleared: %+v", pg.Status.Conditions)
 
 	closedQ := queue(t, "closed-q", nil, schedulingv1beta1.QueueStateClosed, "")
+	// The Queue is created Open (empty state) and then closed; Queues and PodGroups reach the
+	// controller through separate watches, so the gang is created once the controller has seen the
+	// close (a gang created in between is enqueued, as by Volcano's scheduler; docs/scheduler.md).
+	waitCachedQueueState(t, closedQ, schedulingv1beta1.QueueStateClosed)
 	podGroup(t, ns, "c", pgOpts{queue: closedQ, minMember: 1, owner: owner})
 	waitPG(t, ns, "c", "Pending, queue closed", func(pg *schedulingv1beta1.PodGroup) bool {
 		return pg.Status.Phase == schedulingv1beta1.PodGroupPending && unschedulable(corev1.ConditionTrue, "QueueClosed", strconv.Quote(closedQ)+" is Closed")(pg)
