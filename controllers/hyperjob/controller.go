@@ -44,7 +44,7 @@ const (
 	childReplicatedJobLabel = hbv1.ReplicatedJobNameLabel
 
 	maxConcurrentReconciles = 4
-	// staleCacheRequeue is how soon a reconcile that found its cached HyperJob (or policy inputs) stale is retried
+	// staleCacheRequeue is how soon a reconcile that found its cached HyperJob stale is retried
 	// (the watch event that refreshes the cache normally triggers it sooner).
 	staleCacheRequeue = time.Second
 )

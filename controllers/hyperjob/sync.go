@@ -36,8 +36,7 @@ type syncResult struct {
 	plan *Plan
 	// jobs are the child Volcano Jobs controlled by the HyperJob after this pass, by name.
 	jobs map[string]*batchv1alpha1.Job
-	// staleCache: the cached HyperJob, or the namespace's cached policy inputs, are older than the
-	// apiserver's; nothing was written.
+	// staleCache: the cached HyperJob is older than the apiserver's; nothing was written.
 	staleCache bool
 	// waitFor > 0: expectations are not met yet (see expectations); nothing was written. It is the
 	// time until they expire.
@@ -164,19 +163,6 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
 		res.staleCache = err == nil
 		return res, errors.Join(releaseErr, err)
-	}
-	if len(applyPPs)+len(createJobs) > 0 {
-		// New children get their queue and clusters from the policies: only from policies the
-		// apiserver confirms (a policy created just before the HyperJob may not be cached yet).
-		ok, err := policyinputs.Confirm(ctx, r.apiReader, hj.Namespace, inputs)
-		if err != nil {
-			reconcileErrors.WithLabelValues(opRead).Inc()
-			return res, errors.Join(releaseErr, err)
-		}
-		if !ok {
-			res.staleCache = true
-			return res, releaseErr
-		}
 	}
 
 	errs := []error{releaseErr}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -51,10 +50,7 @@ const (
 
 // Reconciler keeps one PodGroup per gang JobSet.
 type Reconciler struct {
-	client client.Client
-	// live reads the apiserver, bypassing the cache: a PodGroup is put in a queue only on policy
-	// inputs the apiserver confirms (policyinputs.Confirm).
-	live     client.Reader
+	client   client.Client
 	recorder record.EventRecorder
 
 	mu sync.Mutex
@@ -68,7 +64,6 @@ type Reconciler struct {
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	return &Reconciler{
 		client:   mgr.GetClient(),
-		live:     mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor(FieldOwner),
 		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
 		warned:   map[types.UID]types.UID{},
@@ -177,18 +172,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			logger.Info("PodGroup queue not allowed", "reason", ref.Error())
 			return reconcile.Result{}, nil
 		}
-		// The queue and its check came from the cache, whose WorkloadPolicies and Namespace arrive
-		// through their own watches: a policy created just before the JobSet may not be in it yet.
-		// A queue is written only on inputs the apiserver confirms; otherwise wait for the cache.
-		current, err := policyinputs.Confirm(ctx, r.live, js.Namespace, inputs)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !current {
-			policyInputsStale.Inc()
-			logger.V(1).Info("WorkloadPolicies or the namespace changed since the cache saw them; deciding again once it has")
-			return reconcile.Result{RequeueAfter: staleInputsRequeue}, nil
-		}
 	}
 	if have != nil && have.Status.Phase == schedulingv1beta1.PodGroupRunning {
 		// A running gang keeps its minResources: LimitRange or RuntimeClass changes apply to pods
@@ -291,9 +274,6 @@ func (r *Reconciler) reportPhase(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta
 	}
 	r.recorder.Event(js, typ, ReasonPodGroupPrefix+string(phase), msg)
 }
-
-// staleInputsRequeue is how soon a JobSet is decided again when the cache lagged the apiserver.
-const staleInputsRequeue = 200 * time.Millisecond
 
 // admission reads the namespace's LimitRanges and the RuntimeClasses.
 func (r *Reconciler) admission(ctx context.Context, namespace string) (Admission, error) {

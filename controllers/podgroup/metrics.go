@@ -16,13 +16,9 @@ var (
 		Name: "hyperbatch_podgroup_foreign_total",
 		Help: "Foreign PodGroups (same name as a gang JobSet, not controlled by it) found and left alone.",
 	})
-	policyInputsStale = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "hyperbatch_podgroup_policy_inputs_stale_total",
-		Help: "PodGroup writes put off because the cached WorkloadPolicies or Namespace were older than the apiserver's (decided again once the cache has caught up).",
-	})
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
-	registerOnce.Do(func() { metrics.Registry.MustRegister(writes, foreign, policyInputsStale) })
+	registerOnce.Do(func() { metrics.Registry.MustRegister(writes, foreign) })
 }

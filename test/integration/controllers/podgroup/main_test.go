@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
@@ -16,6 +17,8 @@ import (
 var (
 	env    *framework.Env
 	writes = framework.NewWriteCounter()
+	// ctlCache is the controller's informer cache: tests wait on it for what the controller has seen.
+	ctlCache client.Reader
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -24,6 +27,9 @@ func run(m *testing.M) int {
 	return framework.RunControlPlane(&env, func(env *framework.Env) int {
 		cfg := rest.CopyConfig(env.Config)
 		cfg.Wrap(writes.RoundTrip)
-		return framework.RunWithManager(m, cfg, func(mgr manager.Manager) error { return podgroup.NewReconciler(mgr).SetupWithManager(mgr) })
+		return framework.RunWithManager(m, cfg, func(mgr manager.Manager) error {
+			ctlCache = mgr.GetCache()
+			return podgroup.NewReconciler(mgr).SetupWithManager(mgr)
+		})
 	})
 }

@@ -3,13 +3,16 @@ package podgroup
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
@@ -23,6 +26,11 @@ func TestPodGroupQueueNotAllowed(t *testing.T) {
 	pol := builders.MakePolicy("pg-tenancy").Selector("tenancy-test", "pg").AllowedQueues("team-a").Obj()
 	require.NoError(t, env.Client.Create(ctx(t), pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
+	// The policy reaches the controller through its own watch; the JobSets are created once the
+	// controller's cache holds it (policies apply from then on, docs/webhooks.md "New policies").
+	require.Eventually(t, func() bool {
+		return ctlCache.Get(ctx(t), client.ObjectKeyFromObject(pol), &hbv1.WorkloadPolicy{}) == nil
+	}, 30*time.Second, 20*time.Millisecond, "WorkloadPolicy %s in the controller's cache", pol.Name)
 
 	bad := newJobSet(ns, "bad", 1, 2, corev1.PodSpec{})
 	bad.Annotations = map[string]string{defaults.QueueNameAnnotation: "gpu"}

@@ -159,11 +159,9 @@ func waitCachedQueueState(t *testing.T, name string, state schedulingv1beta1.Que
 	var last schedulingv1beta1.QueueState
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var q schedulingv1beta1.Queue
-		if err := ctl.cache.Get(ctx, client.ObjectKey{Name: name}, &q); err != nil {
-			return false, nil
-		}
+		err := ctl.cache.Get(ctx, client.ObjectKey{Name: name}, &q)
 		last = q.Status.State
-		return last == state, nil
+		return err == nil && last == state, client.IgnoreNotFound(err) // not cached yet: poll again
 	})
 	require.NoError(t, err, "Queue %s in the controller's cache: state %q, want %q", name, last, state)
 }
