@@ -125,17 +125,6 @@ func Namespace(name string, labels, annotations map[string]string) *corev1.Names
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
 }
 
-// CachedTenant is the namespace "tenant" (labelled team=a) and a policy governing it that allows
-// only the queue team-a, both with resourceVersions set, as a cache or the apiserver returns them:
-// for tests that compare a cached read with a stored one.
-func CachedTenant() (*corev1.Namespace, *hbv1.WorkloadPolicy) {
-	ns := Namespace("tenant", map[string]string{"team": "a"}, nil)
-	ns.ResourceVersion = "5"
-	pol := MakePolicy("only-team-a").Selector("team", "a").AllowedQueues("team-a").Obj()
-	pol.ResourceVersion = "7"
-	return ns, pol
-}
-
 // PriorityClass is a PriorityClass of this value that preempts lower priorities.
 func PriorityClass(name string, value int32) *schedulingv1.PriorityClass {
 	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
