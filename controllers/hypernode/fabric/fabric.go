@@ -40,12 +40,15 @@ type Device struct {
 // Graph is a fabric.
 type Graph struct {
 	Devices map[string]*Device
+	// Skipped counts the entries of the input that were left out, by reason (e.g. SHARP
+	// aggregation nodes, unconfigured HCAs, links to unknown GUIDs), for the provider's log.
+	Skipped map[string]int
 	adj     map[string]map[string]bool
 }
 
 // NewGraph returns an empty fabric.
 func NewGraph() *Graph {
-	return &Graph{Devices: map[string]*Device{}, adj: map[string]map[string]bool{}}
+	return &Graph{Devices: map[string]*Device{}, Skipped: map[string]int{}, adj: map[string]map[string]bool{}}
 }
 
 // NormalizeGUID renders a GUID as 16 lower-case hex digits without 0x.
@@ -84,6 +87,19 @@ func (g *Graph) Link(a, b string) {
 		}
 		m[p[1]] = true
 	}
+}
+
+// IsLeaf reports whether guid is a switch cabled to a host.
+func (g *Graph) IsLeaf(guid string) bool {
+	if d := g.Devices[guid]; d == nil || d.Kind != Switch {
+		return false
+	}
+	for peer := range g.adj[guid] {
+		if p := g.Devices[peer]; p != nil && p.Kind == Host {
+			return true
+		}
+	}
+	return false
 }
 
 // Stats counts a fabric's devices and links.

@@ -206,6 +206,8 @@ func (p *Provider) Discover() ([]hypernode.Group, error) {
 			return nil, fmt.Errorf("parsing ibnetdiscover output: %w", err)
 		}
 		p.lastGraph, p.lastSum = g, sum
+		st := g.Stats()
+		p.deps.Log.Info("parsed ibnetdiscover output", "switches", st.Switches, "hosts", st.Hosts, "links", st.Links, "skipped", g.Skipped)
 	}
 	p.mu.Unlock()
 	nodes, err := p.deps.Nodes.List(labels.Everything())

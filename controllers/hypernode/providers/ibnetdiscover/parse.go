@@ -93,20 +93,26 @@ func Parse(r io.Reader) (*fabric.Graph, error) {
 		case "S":
 			return guid, true
 		case "H":
-			return "host:" + strings.ToLower(hostName(n.desc, guid)), true
+			if h, ok := hostName(n.desc); ok {
+				return "host:" + strings.ToLower(h), true
+			}
 		}
 		return "", false
 	}
 	for guid, n := range nodes {
 		k, ok := key(guid)
 		if !ok {
+			if n.kind == "H" {
+				g.Skipped[skipReason(n.desc)]++
+			}
 			continue
 		}
 		if n.kind == "S" {
 			g.Add(k, fabric.Switch, switchName(n.desc))
 			continue
 		}
-		g.Add(k, fabric.Host, hostName(n.desc, guid))
+		h, _ := hostName(n.desc)
+		g.Add(k, fabric.Host, h)
 		d := g.Devices[k]
 		d.Aliases = append(d.Aliases, guid)
 	}
@@ -123,13 +129,46 @@ func Parse(r io.Reader) (*fabric.Graph, error) {
 	return g, nil
 }
 
-// hostName is the host part of a CA's node description ("node01 mlx5_0" → node01); a CA without a
-// description is named by its GUID.
-func hostName(desc, guid string) string {
-	if f := strings.Fields(desc); len(f) > 0 {
-		return f[0]
+// Reasons a CA is not a host (fabric.Graph.Skipped).
+const (
+	SkipAggregationNode = "SHARP aggregation node"
+	SkipUnconfigured    = "HCA without a host name (description is not \"<host> <HCA>\")"
+)
+
+// hostName is the host part of a CA's node description. A host's HCA describes itself as exactly
+// "<host> <HCA>" ("node01 mlx5_0", "a06-p1-dgx-02-c01 HCA-6"), which is what the driver writes once
+// the host name is set. Two kinds of CA are not hosts and report false:
+//   - a switch's SHARP aggregation node, "Mellanox Technologies Aggregation Node", which every
+//     switch carries (spines included): taken as a host it would make every switch a leaf;
+//   - an HCA whose description was never set and still reads as the adapter's model,
+//     "MT4129 ConnectX7   Mellanox Technologies": taken as a host named MT4129 it would join
+//     every leaf it touches.
+func hostName(desc string) (string, bool) {
+	f := strings.Fields(desc)
+	if len(f) != 2 || isModel(f[0]) {
+		return "", false
 	}
-	return guid
+	return f[0], true
+}
+
+func skipReason(desc string) string {
+	if strings.Contains(desc, "Aggregation Node") {
+		return SkipAggregationNode
+	}
+	return SkipUnconfigured
+}
+
+// isModel reports whether w is a Mellanox device ID such as MT4129 (an unconfigured description).
+func isModel(w string) bool {
+	if len(w) < 3 || !strings.HasPrefix(w, "MT") {
+		return false
+	}
+	for _, r := range w[2:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // switchName is the readable part of a switch's node description ("MF0;leaf01:MSB7700/U1" → leaf01).
