@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +27,14 @@ const (
 
 // System is one entry of GET /ufmRest/resources/systems (the fields read).
 type System struct {
+	// GUID is the system's GUID: a switch chassis (every ASIC of a director shares it) or a host's
+	// HCA card.
 	GUID string `json:"system_guid"`
+	// DeviceGUID is the entry's own node GUID (UFM's "guid"): one ASIC of a director, one HCA. Links
+	// name these, not the system GUID. Optional: older responses omit it.
+	DeviceGUID string `json:"guid,omitempty"`
+	// Name is the node description: "<host> <HCA>" for a host ("mtlx859 HCA-1"), "MF0;<name>:<model>/<ASIC>"
+	// for a switch ASIC.
 	Name string `json:"system_name"`
 	// Type is "switch", "host", "gateway" or "router"; only switches and hosts are read.
 	Type        string `json:"type"`
@@ -108,20 +117,67 @@ func (c *Client) Fabric(ctx context.Context) (*fabric.Graph, error) {
 	return BuildGraph(systems, links)
 }
 
-// BuildGraph turns UFM's systems and links into a fabric graph. Links to systems that are neither
-// switch nor host (gateways, routers) are left out.
+// Reasons an entry is left out of the graph (fabric.Graph.Skipped).
+const (
+	SkipUnconfigured = "host entry without a host name (an unconfigured HCA or a gateway)"
+	SkipOtherType    = "system that is neither switch nor host"
+	SkipLinkEnd      = "link to a GUID that no kept system has"
+)
+
+// BuildGraph turns UFM's systems and links into a fabric graph.
+//
+// Real UFM responses differ from a one-entry-per-device list in three ways, handled here:
+//   - a link names the GUIDs of the devices it joins (UFM's "guid": one HCA, one switch ASIC), not
+//     their system GUID, so every GUID of an entry resolves to its device;
+//   - a director switch (e.g. CS7520) is one system with many ASICs, one entry each with the same
+//     system_guid: they become one switch, and the links inside the chassis vanish;
+//   - a host's entries are its HCAs, named "<host> <HCA>" ("mtlx859 HCA-1"), sometimes with different
+//     system GUIDs: entries with the same host part are one host, named by that part, so Nodes match
+//     it by name. An entry whose name is no host name ("MT4115 ConnectX4 Mellanox Technologies", a
+//     gateway's "MF0;...:MSX6710/GW") is left out, with its links.
+//
+// Systems that are neither switch nor host are left out too; Graph.Skipped counts what was left out.
 func BuildGraph(systems []System, links []Link) (*fabric.Graph, error) {
 	g := fabric.NewGraph()
+	device := map[string]string{} // any GUID of a kept entry → its device key
 	for i, s := range systems {
-		guid, err := fabric.NormalizeGUID(s.GUID)
+		sys, err := fabric.NormalizeGUID(s.GUID)
 		if err != nil {
 			return nil, fmt.Errorf("systems[%d].system_guid: %w", i, err)
 		}
+		guids := []string{sys}
+		if s.DeviceGUID != "" {
+			dev, err := fabric.NormalizeGUID(s.DeviceGUID)
+			if err != nil {
+				return nil, fmt.Errorf("systems[%d].guid: %w", i, err)
+			}
+			guids = append(guids, dev)
+		}
+		var key string
 		switch strings.ToLower(s.Type) {
 		case "switch":
-			g.Add(guid, fabric.Switch, s.Name)
+			key = sys
+			g.Add(key, fabric.Switch, switchName(s.Name))
 		case "host":
-			g.Add(guid, fabric.Host, s.Name)
+			h, ok := hostName(s.Name)
+			if !ok {
+				g.Skipped[SkipUnconfigured]++
+				continue
+			}
+			key = "host:" + strings.ToLower(h)
+			g.Add(key, fabric.Host, h)
+		default:
+			g.Skipped[SkipOtherType]++
+			continue
+		}
+		d := g.Devices[key]
+		for _, guid := range guids {
+			if _, ok := device[guid]; !ok {
+				device[guid] = key
+				if guid != key && !slices.Contains(d.Aliases, guid) {
+					d.Aliases = append(d.Aliases, guid)
+				}
+			}
 		}
 	}
 	for i, l := range links {
@@ -133,14 +189,44 @@ func BuildGraph(systems []System, links []Link) (*fabric.Graph, error) {
 		if err != nil {
 			return nil, fmt.Errorf("links[%d].destination_guid: %w", i, err)
 		}
-		if g.Devices[a] != nil && g.Devices[b] != nil {
-			g.Link(a, b)
+		da, okA := device[a]
+		db, okB := device[b]
+		if !okA || !okB {
+			g.Skipped[SkipLinkEnd]++
+			continue
 		}
+		g.Link(da, db)
 	}
 	if g.Stats().Switches == 0 {
 		return nil, fmt.Errorf("UFM reported no switch (%d systems)", len(systems))
 	}
 	return g, nil
+}
+
+// hostName is the host part of a host entry's name: its first word, when that is a host name
+// (letters, digits, '.', '-', '_') and not an adapter model such as MT4115.
+func hostName(name string) (string, bool) {
+	f := strings.Fields(name)
+	if len(f) == 0 || !hostRE.MatchString(f[0]) || modelRE.MatchString(f[0]) {
+		return "", false
+	}
+	return f[0], true
+}
+
+var (
+	hostRE  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	modelRE = regexp.MustCompile(`^MT\d+$`)
+)
+
+// switchName is the readable part of a switch's name ("MF0;SW01-Pri:CS7520/L02/U1" → SW01-Pri).
+func switchName(name string) string {
+	if i := strings.IndexByte(name, ';'); i >= 0 {
+		name = name[i+1:]
+	}
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	return name
 }
 
 func (c *Client) get(ctx context.Context, path string, out any) error {
