@@ -11,9 +11,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
@@ -24,19 +22,6 @@ const Source = "label"
 
 // maxTypeNameLen is Volcano's limit on a topology type's name.
 const maxTypeNameLen = 20
-
-// Presets are built-in topology types, named in config.presets.
-var Presets = map[string][]string{
-	// NVIDIA Topograph's node labels: core, spine and leaf switch of each node.
-	"nvidia-topograph": {
-		"network.topology.nvidia.com/core",
-		"network.topology.nvidia.com/spine",
-		"network.topology.nvidia.com/leaf",
-		corev1.LabelHostname,
-	},
-	// The well-known cloud labels: region above zone.
-	"kubernetes-zones": {corev1.LabelTopologyRegion, corev1.LabelTopologyZone, corev1.LabelHostname},
-}
 
 // Config is the provider's config block.
 type Config struct {
@@ -53,11 +38,30 @@ type NodeLabel struct {
 	NodeLabel string `json:"nodeLabel"`
 }
 
-// TopologyType is one parsed type: its tier label keys, tier 1 first.
+// TopologyType is one parsed type: its tiers, tier 1 (nearest the node) first.
 type TopologyType struct {
-	Name string
-	Keys []string
+	Name  string
+	Tiers []Tier
 }
+
+// Tier is one tier of a topology type.
+type Tier struct {
+	// Keys are the node label keys read for this tier: the first one a node carries gives its
+	// value. Keys[0] is the tier's identity; the others are alternatives of the same meaning (a
+	// GPU feature discovery clique for Topograph's accelerator domain).
+	Keys []string
+	// Deprecated are older keys of the same convention, read after Keys; a node read through one
+	// of them is counted for the provider's warning.
+	Deprecated []string
+	// Name is the tier's tierName.
+	Name string
+	// Optional tiers are skipped on a node that lacks them (an accelerator tier on a cluster where
+	// only some nodes have NVLink domains); a node that lacks a required tier stops there.
+	Optional bool
+}
+
+// Key is the tier's identity key.
+func (t Tier) Key() string { return t.Keys[0] }
 
 // Provider builds the label source's tree.
 type Provider struct {
@@ -65,8 +69,8 @@ type Provider struct {
 	types []TopologyType
 	deps  hypernode.Deps
 
-	mu       sync.Mutex
-	reported map[string]string // node → the conflict last reported on it
+	mu        sync.Mutex
+	fallbacks int // nodes read through a fallback key in the last round, for the warning
 }
 
 // NewProvider builds the provider from its config entry.
@@ -78,7 +82,7 @@ func NewProvider(src config.Source, deps hypernode.Deps) (*Provider, error) {
 	if deps.Nodes == nil {
 		return nil, errors.New("the label source needs a Node lister")
 	}
-	p := &Provider{types: types, deps: deps, reported: map[string]string{}}
+	p := &Provider{types: types, deps: deps}
 	p.Runner = hypernode.NewRunner(Source, src.Period(), p.Discover, deps.Log)
 	if deps.OnNodeChange != nil {
 		deps.OnNodeChange(func(old, cur *corev1.Node) {
@@ -96,9 +100,11 @@ func (p *Provider) relevant(n *corev1.Node) bool {
 		return false
 	}
 	for _, t := range p.types {
-		for _, k := range t.Keys {
-			if _, ok := n.Labels[k]; ok {
-				return true
+		for _, tier := range t.Tiers {
+			for _, k := range append(tier.Keys[:len(tier.Keys):len(tier.Keys)], tier.Deprecated...) {
+				if _, ok := n.Labels[k]; ok {
+					return true
+				}
 			}
 		}
 	}
@@ -135,11 +141,11 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 			seen[k] = true
 		}
 		// Drop the last (node) entry, then turn top-first into tier-1-first.
-		keys := make([]string, 0, len(entries)-1)
+		tiers := make([]Tier, 0, len(entries)-1)
 		for i := len(entries) - 2; i >= 0; i-- {
-			keys = append(keys, entries[i])
+			tiers = append(tiers, Tier{Keys: []string{entries[i]}, Name: tierName(entries[i])})
 		}
-		out = append(out, TopologyType{Name: name, Keys: keys})
+		out = append(out, TopologyType{Name: name, Tiers: tiers})
 	}
 	for name, list := range c.NetworkTopologyTypes {
 		keys := make([]string, len(list))
@@ -149,7 +155,7 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 		add("config.networkTopologyTypes", name, keys)
 	}
 	for _, name := range c.Presets {
-		keys, ok := Presets[name]
+		tiers, ok := Presets[name]
 		if !ok {
 			errs = append(errs, fmt.Errorf("config.presets: unknown preset %q; known presets are %s", name, strings.Join(presetNames(), ", ")))
 			continue
@@ -158,7 +164,7 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 			errs = append(errs, fmt.Errorf("config.presets: %q is also a networkTopologyTypes entry; rename the entry", name))
 			continue
 		}
-		add("config.presets", name, keys)
+		out = append(out, TopologyType{Name: name, Tiers: tiers})
 	}
 	if len(out) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("config: name at least one topology type in networkTopologyTypes or presets"))
@@ -176,8 +182,8 @@ func presetNames() []string {
 	return out
 }
 
-// Discover implements hypernode.Discover: one group per (type, label key, value), with the nodes
-// that carry it (tier 1) or the groups below it. A node's chain stops at its first missing label.
+// Discover implements hypernode.Discover: one group per domain, a domain being the path of label
+// values from the top tier down to it (see GroupNodes).
 func (p *Provider) Discover() ([]hypernode.Group, error) {
 	if p.deps.NodesSynced != nil && !p.deps.NodesSynced() {
 		return nil, errors.New("the Node informer has not synced yet")
@@ -186,120 +192,108 @@ func (p *Provider) Discover() ([]hypernode.Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing Nodes: %w", err)
 	}
-	groups, err := GroupNodes(p.types, nodes)
-	p.report(err)
-	return groups, err
+	groups, fallbacks := groupNodes(p.types, nodes)
+	p.mu.Lock()
+	changed := fallbacks != p.fallbacks
+	p.fallbacks = fallbacks
+	p.mu.Unlock()
+	if changed && fallbacks > 0 {
+		p.deps.Log.Info("WARNING: nodes carry only older label keys of a preset's convention (e.g. Topograph's pre-1.0 network.topology.nvidia.com/*); they are read, but relabel them with the current keys (docs/discovery.md, Presets)",
+			"nodes", fallbacks)
+	}
+	return groups, nil
 }
 
 // GroupNodes is Discover on a given list of Nodes.
+//
+// A domain is identified by the path of its values from the top tier down (as Kueue's topology
+// does), so a rack number that repeats under two blocks is two racks. Its HyperNode's name is its
+// value made DNS-1123; names that repeat get a short hash of the path (hypernode.Build), so they
+// stay stable. Each node walks its type's tiers from the bottom: an absent required tier ends its
+// chain, an absent optional tier is skipped.
 func GroupNodes(types []TopologyType, nodes []*corev1.Node) ([]hypernode.Group, error) {
-	type state struct {
-		g         *hypernode.Group
-		parent    string // ID
-		parentVia string // node that set parent
-		children  map[string]bool
+	groups, _ := groupNodes(types, nodes)
+	return groups, nil
+}
+
+func groupNodes(types []TopologyType, nodes []*corev1.Node) ([]hypernode.Group, int) {
+	type step struct {
+		tier  int
+		value string
 	}
-	byID := map[string]*state{}
+	byID := map[string]*hypernode.Group{}
+	children := map[string]map[string]bool{}
 	var order []string
-	var errs []error
-	conflicted := map[string]bool{}
+	fallbackNodes := map[string]bool{}
 	for _, t := range types {
-		for _, n := range nodes {
-			below := ""
-			for i, key := range t.Keys {
-				value, ok := n.Labels[key]
-				if !ok || value == "" {
-					break
-				}
-				id := t.Name + "/" + key + "=" + value
-				s, ok := byID[id]
-				if !ok {
-					s = &state{g: &hypernode.Group{ID: id, NameHint: value, Tier: i + 1, TierName: tierName(key)}, children: map[string]bool{}}
-					byID[id] = s
-					order = append(order, id)
-				}
-				if i == 0 {
-					s.g.Nodes = append(s.g.Nodes, n.Name)
-				} else if !s.children[below] {
-					s.children[below] = true
-					s.g.Children = append(s.g.Children, below)
-				}
-				if below != "" {
-					c := byID[below]
-					switch {
-					case c.parent == "":
-						c.parent, c.parentVia = id, n.Name
-					case c.parent != id && !conflicted[below]:
-						conflicted[below] = true
-						errs = append(errs, &ConflictError{Type: t.Name, Child: below, Parent: c.parent, ParentNode: c.parentVia, Other: id, OtherNode: n.Name})
+		chains := make([][]step, len(nodes))
+		used := make([]bool, len(t.Tiers))
+		for ni, n := range nodes {
+			var chain []step // bottom-up
+			for i, tier := range t.Tiers {
+				value, k := "", -1
+				for j, key := range append(tier.Keys[:len(tier.Keys):len(tier.Keys)], tier.Deprecated...) {
+					if v := n.Labels[key]; v != "" {
+						value, k = v, j
+						break
 					}
 				}
-				below = id
+				if k < 0 {
+					if tier.Optional {
+						continue
+					}
+					break
+				}
+				if k >= len(tier.Keys) {
+					fallbackNodes[n.Name] = true
+				}
+				used[i] = true
+				chain = append(chain, step{i, value})
+			}
+			chains[ni] = chain
+		}
+		// Tier numbers count the tiers some node carries, so a cluster without NVLink domains
+		// still has its leaves at tier 1.
+		number := make([]int, len(t.Tiers))
+		next := 1
+		for i := range t.Tiers {
+			if used[i] {
+				number[i] = next
+				next++
+			}
+		}
+		for ni, n := range nodes {
+			chain := chains[ni]
+			if len(chain) == 0 {
+				continue
+			}
+			// Build the path IDs from the top down.
+			id := t.Name
+			ids := make([]string, len(chain))
+			for c := len(chain) - 1; c >= 0; c-- {
+				st := chain[c]
+				id += "|" + t.Tiers[st.tier].Key() + "=" + st.value
+				ids[c] = id
+				if _, ok := byID[id]; !ok {
+					byID[id] = &hypernode.Group{ID: id, NameHint: st.value, Tier: number[st.tier], TierName: t.Tiers[st.tier].Name}
+					children[id] = map[string]bool{}
+					order = append(order, id)
+				}
+			}
+			byID[ids[0]].Nodes = append(byID[ids[0]].Nodes, n.Name)
+			for c := 1; c < len(ids); c++ {
+				if !children[ids[c]][ids[c-1]] {
+					children[ids[c]][ids[c-1]] = true
+					byID[ids[c]].Children = append(byID[ids[c]].Children, ids[c-1])
+				}
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	out := make([]hypernode.Group, 0, len(order))
 	for _, id := range order {
-		out = append(out, *byID[id].g)
+		out = append(out, *byID[id])
 	}
-	return out, nil
-}
-
-// ConflictError reports one HyperNode whose nodes name two different parents.
-type ConflictError struct {
-	Type, Child        string
-	Parent, ParentNode string
-	Other, OtherNode   string
-}
-
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("type %s: %s sits under %s on node %s but under %s on node %s; fix the node labels",
-		e.Type, e.Child, e.Parent, e.ParentNode, e.Other, e.OtherNode)
-}
-
-// ConflictReason is the reason of the Warning Event a Node gets when its labels conflict.
-const ConflictReason = "HyperNodeLabelConflict"
-
-// report posts one Warning Event per conflict on the node that disagrees with the first one seen,
-// once per distinct message (a failed round is retried; the same Event again would only feed the
-// recorder's spam filter).
-func (p *Provider) report(err error) {
-	if p.deps.Events == nil {
-		return
-	}
-	seen := map[string]bool{}
-	var errs interface{ Unwrap() []error }
-	list := []error{err}
-	if errors.As(err, &errs) {
-		list = errs.Unwrap()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, e := range list {
-		var c *ConflictError
-		if !errors.As(e, &c) {
-			continue
-		}
-		msg := c.Error()
-		seen[c.OtherNode] = true
-		if p.reported[c.OtherNode] == msg {
-			continue
-		}
-		p.reported[c.OtherNode] = msg
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: c.OtherNode, UID: types.UID(c.OtherNode)}}
-		if n, err := p.deps.Nodes.Get(c.OtherNode); err == nil {
-			node = n
-		}
-		p.deps.Events.Event(node, corev1.EventTypeWarning, ConflictReason, msg)
-	}
-	for n := range p.reported {
-		if !seen[n] {
-			delete(p.reported, n)
-		}
-	}
+	return out, len(fallbackNodes)
 }
 
 // tierName is the label key's name part: network.topology.nvidia.com/leaf → leaf.

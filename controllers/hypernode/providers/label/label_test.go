@@ -1,20 +1,17 @@
 package label_test
 
 import (
+	"sort"
 	"strings"
 	"testing"
-
-	"github.com/go-logr/logr"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
-	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/hypernodetest"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/providers/label"
 )
@@ -63,42 +60,43 @@ func TestVolcanoFormat(t *testing.T) {
 `, tree(t, raw, nodes...))
 }
 
-// The presets read NVIDIA Topograph's labels and the well-known zone and region labels.
-func TestPresets(t *testing.T) {
-	const (
-		leaf  = "network.topology.nvidia.com/leaf"
-		spine = "network.topology.nvidia.com/spine"
-		core  = "network.topology.nvidia.com/core"
-	)
-	got := tree(t, map[string]any{"presets": []any{"nvidia-topograph"}},
-		labelled("a", leaf, "sw1", spine, "sp1", core, "c1"),
-		labelled("b", leaf, "sw2", spine, "sp1", core, "c1"),
-		labelled("c", leaf, "sw3", spine, "sp2"), // no core label: its spine is a root
-	)
-	assert.Equal(t, "3 core c1: sp1\n2 spine sp1: sw1 sw2\n2 spine sp2: sw3\n1 leaf sw1: a\n1 leaf sw2: b\n1 leaf sw3: c\n", got)
-
-	got = tree(t, map[string]any{"presets": []any{"kubernetes-zones"}},
-		labelled("a", corev1.LabelTopologyZone, "eu-1a", corev1.LabelTopologyRegion, "eu-1"),
-		labelled("b", corev1.LabelTopologyZone, "eu-1b", corev1.LabelTopologyRegion, "eu-1"))
-	assert.Equal(t, "2 region eu-1: eu-1a eu-1b\n1 zone eu-1a: a\n1 zone eu-1b: b\n", got)
-}
-
-// Equal values under different keys collide and get hashes; a leaf seen under two spines is an
-// error naming both nodes.
-func TestCollisionsAndConflicts(t *testing.T) {
+// Equal values under different keys collide and get hashes of their paths.
+func TestCollisions(t *testing.T) {
 	raw := map[string]any{"networkTopologyTypes": map[string]any{"t": []any{
 		map[string]any{"nodeLabel": "spine"}, map[string]any{"nodeLabel": "leaf"}, map[string]any{"nodeLabel": "kubernetes.io/hostname"},
 	}}}
 	got := tree(t, raw, labelled("a", "leaf", "x", "spine", "x"))
-	assert.Equal(t, "2 spine "+hypernode.WithHash("x", "t/spine=x")+": "+hypernode.WithHash("x", "t/leaf=x")+"\n1 leaf "+hypernode.WithHash("x", "t/leaf=x")+": a\n", got)
+	spine, leaf := hypernode.WithHash("x", "t|spine=x"), hypernode.WithHash("x", "t|spine=x|leaf=x")
+	assert.Equal(t, "2 spine "+spine+": "+leaf+"\n1 leaf "+leaf+": a\n", got)
+}
 
-	types, err := label.ParseConfig(raw)
-	require.NoError(t, err)
-	_, err = label.GroupNodes(types, []*corev1.Node{labelled("a", "leaf", "l", "spine", "s1"), labelled("b", "leaf", "l", "spine", "s2"), labelled("c", "leaf", "l", "spine", "s2")})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "node a")
-	assert.Contains(t, err.Error(), "node b")
-	assert.NotContains(t, err.Error(), "node c", "one error per conflicting HyperNode")
+// A domain is the path of its values from the top: rack r1 under block b1 and rack r1 under b2 are
+// two racks (the labelling Kueue documents), named r1 with a hash of each path, stable from round
+// to round; a unique value keeps its plain name.
+func TestPathIdentity(t *testing.T) {
+	raw := map[string]any{"networkTopologyTypes": map[string]any{"t": []any{
+		map[string]any{"nodeLabel": "block"}, map[string]any{"nodeLabel": "rack"}, map[string]any{"nodeLabel": "kubernetes.io/hostname"},
+	}}}
+	nodes := []*corev1.Node{
+		labelled("a", "rack", "r1", "block", "b1"), labelled("b", "rack", "r1", "block", "b2"),
+		labelled("c", "rack", "r1", "block", "b2"), labelled("d", "rack", "r2", "block", "b2"),
+	}
+	r11, r21 := hypernode.WithHash("r1", "t|block=b1|rack=r1"), hypernode.WithHash("r1", "t|block=b2|rack=r1")
+	want := "2 block b1: " + r11 + "\n2 block b2: " + r21 + " r2\n1 rack " + r11 + ": a\n1 rack " + r21 + ": b c\n1 rack r2: d\n"
+	assert.Equal(t, want, sortLines(tree(t, raw, nodes...)))
+	// The same nodes in another order give the same names.
+	assert.Equal(t, want, sortLines(tree(t, raw, nodes[3], nodes[2], nodes[1], nodes[0])))
+	for _, name := range []string{r11, r21} {
+		assert.Regexp(t, `^r1-[0-9a-f]{6}$`, name)
+	}
+}
+
+func sortLines(s string) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	sort.SliceStable(lines, func(i, j int) bool {
+		return lines[i][0] > lines[j][0] || lines[i][0] == lines[j][0] && lines[i] < lines[j]
+	})
+	return strings.Join(lines, "\n") + "\n"
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -119,43 +117,6 @@ func TestConfigErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 		})
-	}
-}
-
-// A conflict is reported as one Warning Event on the node that disagrees, once per distinct
-// conflict however often the round is retried, and again when it comes back after a fix.
-func TestConflictEvents(t *testing.T) {
-	raw := map[string]any{"networkTopologyTypes": map[string]any{"t": []any{
-		map[string]any{"nodeLabel": "spine"}, map[string]any{"nodeLabel": "leaf"}, map[string]any{"nodeLabel": "kubernetes.io/hostname"},
-	}}}
-	bad := []*corev1.Node{labelled("a", "leaf", "l", "spine", "s1"), labelled("b", "leaf", "l", "spine", "s2")}
-	good := []*corev1.Node{labelled("a", "leaf", "l", "spine", "s1"), labelled("b", "leaf", "l", "spine", "s1")}
-	rec := record.NewFakeRecorder(10)
-	nodes := bad
-	p, err := label.NewProvider(config.Source{Source: label.Source, Config: raw},
-		hypernode.Deps{Nodes: listerFunc(func() []*corev1.Node { return nodes }), Events: rec, Log: logr.Discard()})
-	require.NoError(t, err)
-
-	for i := 0; i < 3; i++ {
-		_, err = p.Discover()
-		require.Error(t, err)
-	}
-	nodes = good
-	_, err = p.Discover()
-	require.NoError(t, err)
-	nodes = bad
-	_, err = p.Discover()
-	require.Error(t, err)
-
-	close(rec.Events)
-	var got []string
-	for e := range rec.Events {
-		got = append(got, e)
-	}
-	require.Len(t, got, 2)
-	for _, e := range got {
-		assert.True(t, strings.HasPrefix(e, "Warning "+label.ConflictReason+" type t: "), e)
-		assert.Contains(t, e, "on node b")
 	}
 }
 
