@@ -601,7 +601,8 @@ func (c *chooser) choice(h *topology.HyperNode) *Choice {
 // Allows reports whether a hard limit lets the gang use HyperNode h (the root included); soft
 // limits allow everything.
 //   - highestTierAllowed: h's tier is at most the limit (the root too, when its tier is).
-//   - highestTierName X, per tree: h's tierName is X, or one of h's ancestors' is. The root never is.
+//   - highestTierName X, per tree: h's tierName is X, or one of h's ancestors' is (a key and its
+//     last segment name the same tier, topology.TierNamesMatch). The root never is.
 //   - hard without a bound: any real HyperNode, never the root.
 func Allows(l gang.Limit, h *topology.HyperNode) bool {
 	switch {
@@ -609,7 +610,7 @@ func Allows(l gang.Limit, h *topology.HyperNode) bool {
 		return true
 	case l.TierName != "":
 		for a := h; a != nil && !a.IsRoot(); a = a.Parent {
-			if a.TierName == l.TierName {
+			if a.NamedAs(l.TierName) {
 				return true
 			}
 		}

@@ -489,3 +489,26 @@ func TestReadRechecksDirtyAfterRebuild(t *testing.T) {
 		t.Fatal("hook did not run")
 	}
 }
+
+// A tierName written as a whole label key (Volcano v1.15's label discovery: volcano.sh/tor) and one
+// written as its last segment (hyperbatch's: tor) name the same tier, both ways; two different keys
+// with the same last segment do not.
+func TestTierNamesFullKeyAndShortForm(t *testing.T) {
+	c := NewCache()
+	c.AddOrUpdateHyperNode(named(hn("s0", 1, exact("n0")), "volcano.sh/tor"))
+	c.AddOrUpdateHyperNode(named(hn("p0", 2, child("s0")), "spine"))
+	c.AddOrUpdateNode(node("n0"))
+	c.Read(func(tr Tree) {
+		for name, want := range map[string]bool{
+			"tor": true, "volcano.sh/tor": true, "spine": true, "example.com/spine": true,
+			"example.com/tor": false, "to": false, "": false, "volcano.sh/": false,
+		} {
+			if got := tr.HasTierName(name); got != want {
+				t.Errorf("HasTierName(%q) = %v, want %v", name, got, want)
+			}
+		}
+		if !tr.Get("s0").NamedAs("tor") || !tr.Get("p0").NamedAs("example.com/spine") || tr.Get("s0").NamedAs("spine") {
+			t.Errorf("NamedAs is wrong")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"sort"
+	"strings"
 )
 
 // HyperNode is one resolved HyperNode (or the virtual root). Values handed out by a Tree are valid
@@ -18,6 +19,27 @@ type HyperNode struct {
 
 	root  bool
 	nodes map[string]int32 // flattened node members → number of membership paths
+}
+
+// NamedAs reports whether h's tierName is name (see TierNamesMatch).
+func (h *HyperNode) NamedAs(name string) bool { return TierNamesMatch(h.TierName, name) }
+
+// TierNamesMatch reports whether two tierNames name the same tier. A tierName is either a short name
+// (tor) or a whole label key (volcano.sh/tor): Volcano v1.15's label discovery writes the key,
+// hyperbatch's writes the key's last segment, and a PodGroup may use either. Equal names match,
+// and a short name matches a key whose last segment it is; two keys match only when equal.
+func TierNamesMatch(a, b string) bool {
+	if a == b {
+		return a != ""
+	}
+	ia, ib := strings.LastIndexByte(a, '/'), strings.LastIndexByte(b, '/')
+	switch {
+	case ia < 0 && ib >= 0:
+		return a == b[ib+1:]
+	case ib < 0 && ia >= 0:
+		return b == a[ia+1:]
+	}
+	return false
 }
 
 // IsRoot reports whether h is the virtual cluster root.
@@ -140,11 +162,19 @@ func (t Tree) Tiers() []int { return t.c.tiers }
 // AtTier returns the HyperNodes of one tier, by name.
 func (t Tree) AtTier(tier int) []*HyperNode { return t.c.byTier[tier] }
 
-// HasTierName reports whether some HyperNode declares the tierName (spec.tierName). Names are
-// resolved per tree (see domain): the same name may sit at different tiers in different trees.
+// HasTierName reports whether some HyperNode declares the tierName (spec.tierName), in its full or
+// short form (TierNamesMatch). Names are resolved per tree (see domain): the same name may sit at
+// different tiers in different trees.
 func (t Tree) HasTierName(name string) bool {
-	_, ok := t.c.tierNames[name]
-	return ok
+	if _, ok := t.c.tierNames[name]; ok {
+		return name != ""
+	}
+	for tn := range t.c.tierNames {
+		if TierNamesMatch(tn, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Containers returns the HyperNodes that contain the node, by ascending tier (the root excluded).
