@@ -3,6 +3,7 @@ package hypernode
 import (
 	"slices"
 	"sort"
+	"strings"
 
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 )
@@ -22,6 +23,12 @@ func Diff(desired, existing []*topologyv1alpha1.HyperNode) []Event {
 	for _, d := range desired {
 		want[d.Name] = true
 		e, ok := have[d.Name]
+		if ok && d.Spec.TierName != e.Spec.TierName && SameTierName(d.Spec.TierName, e.Spec.TierName) {
+			// A HyperNode taken over from Volcano's discovery keeps its tierName (volcano.sh/tor
+			// where ours is tor), so gangs that name it keep matching.
+			d = d.DeepCopy()
+			d.Spec.TierName = e.Spec.TierName
+		}
 		switch {
 		case !ok:
 			creates = append(creates, Event{Type: EventCreate, HyperNode: d})
@@ -83,4 +90,21 @@ func memberKeys(hn *topologyv1alpha1.HyperNode) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// SameTierName reports whether two tierNames name the same tier: equal, or one is a label key
+// (volcano.sh/tor, as Volcano v1.15's label discovery writes) and the other its last segment (tor,
+// as this package writes). It is the rule hyperbatch-scheduler resolves highestTierName by.
+func SameTierName(a, b string) bool {
+	if a == b {
+		return a != ""
+	}
+	ia, ib := strings.LastIndexByte(a, '/'), strings.LastIndexByte(b, '/')
+	switch {
+	case ia < 0 && ib >= 0:
+		return a == b[ib+1:]
+	case ib < 0 && ia >= 0:
+		return b == a[ia+1:]
+	}
+	return false
 }

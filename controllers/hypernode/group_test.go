@@ -115,3 +115,27 @@ func TestDiffOrder(t *testing.T) {
 		"Delete old-s", "Delete l2", "Delete old-l",
 	}, kinds(hypernode.Diff(desired, existing)))
 }
+
+// A HyperNode taken over from Volcano's label discovery keeps its tierName when it is the whole key
+// of ours (volcano.sh/tor for tor): no write for that alone, and an update for another reason keeps
+// it. A different tierName is rewritten.
+func TestDiffKeepsTakenOverTierName(t *testing.T) {
+	named := func(h *topologyv1alpha1.HyperNode, tierName string) *topologyv1alpha1.HyperNode {
+		h.Spec.TierName = tierName
+		return h
+	}
+	existing := []*topologyv1alpha1.HyperNode{named(hn("r1", 1, "n1"), "volcano.sh/tor")}
+	assert.Empty(t, hypernode.Diff([]*topologyv1alpha1.HyperNode{named(hn("r1", 1, "n1"), "tor")}, existing))
+
+	evs := hypernode.Diff([]*topologyv1alpha1.HyperNode{named(hn("r1", 1, "n1", "n2"), "tor")}, existing)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "volcano.sh/tor", evs[0].HyperNode.Spec.TierName)
+
+	evs = hypernode.Diff([]*topologyv1alpha1.HyperNode{named(hn("r1", 1, "n1"), "rack")}, existing)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "rack", evs[0].HyperNode.Spec.TierName)
+
+	assert.True(t, hypernode.SameTierName("tor", "volcano.sh/tor"))
+	assert.False(t, hypernode.SameTierName("example.com/tor", "volcano.sh/tor"))
+	assert.False(t, hypernode.SameTierName("", ""))
+}
