@@ -155,7 +155,7 @@ func TestHandMadeLeftAlone(t *testing.T) {
 	threeTiers(t)
 	d := startDiscovery(t, labelConfig)
 
-	renamed := hypernode.WithHash("l0", "fabric/test.hyperbatch.dev/leaf=l0")
+	renamed := hypernode.WithHash("l0", "fabric|test.hyperbatch.dev/top=top|test.hyperbatch.dev/spine=s0|test.hyperbatch.dev/leaf=l0")
 	want := sortLines(strings.Replace(strings.Replace(threeTierTree, "l0(1/leaf,label)", renamed+"(1/leaf,label)", 1), "s0(2/spine,label): l0 l1", "s0(2/spine,label): "+renamed+" l1", 1) +
 		"\nfrom-volcano(1/,ufm): elsewhere\nl0(1/,): elsewhere")
 	w := d.settle(t, 0, want)
