@@ -92,3 +92,33 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 }
+
+// Synthetic edge cases of the host rule: a spine's SHARP aggregation node, an unconfigured HCA
+// on two leaves, a CA without a description and one with a one-word description are not hosts, so
+// neither the spine becomes a leaf nor the two leaves are joined.
+func TestNotHosts(t *testing.T) {
+	const dump = `Switch	41 "S-0000000000000a01"		# "MF0;leaf-a:MQM9700/U1" enhanced port 0 lid 1 lmc 0
+[1]	"H-0000000000001001"[1](1001) 		# "node01 mlx5_0" lid 10 4xNDR
+[2]	"H-0000000000002001"[1](2001) 		# "MT4129 ConnectX7   Mellanox Technologies" lid 11 4xNDR
+[3]	"H-0000000000003001"[1](3001) 		# "" lid 12 4xNDR
+[40]	"S-0000000000000c01"[1]		# "MF0;spine-1:MQM9700/U1" lid 3 4xNDR
+
+Switch	41 "S-0000000000000b01"		# "MF0;leaf-b:MQM9700/U1" enhanced port 0 lid 2 lmc 0
+[1]	"H-0000000000001002"[1](1002) 		# "node02 mlx5_0" lid 20 4xNDR
+[2]	"H-0000000000002002"[1](2002) 		# "MT4129 ConnectX7   Mellanox Technologies" lid 21 4xNDR
+[3]	"H-0000000000004001"[1](4001) 		# "lonely" lid 22 4xNDR
+[40]	"S-0000000000000c01"[2]		# "MF0;spine-1:MQM9700/U1" lid 3 4xNDR
+
+Switch	41 "S-0000000000000c01"		# "MF0;spine-1:MQM9700/U1" enhanced port 0 lid 3 lmc 0
+[1]	"S-0000000000000a01"[40]		# "MF0;leaf-a:MQM9700/U1" lid 1 4xNDR
+[2]	"S-0000000000000b01"[40]		# "MF0;leaf-b:MQM9700/U1" lid 2 4xNDR
+[41]	"H-0000000000000c02"[1](c02) 		# "Mellanox Technologies Aggregation Node" lid 30 4xNDR
+`
+	g, err := ibnetdiscover.Parse(strings.NewReader(dump))
+	require.NoError(t, err)
+	assert.Equal(t, fabric.Stats{Switches: 3, Hosts: 2, Links: 4}, g.Stats())
+	assert.Equal(t, map[string]int{ibnetdiscover.SkipAggregationNode: 1, ibnetdiscover.SkipUnconfigured: 4}, g.Skipped)
+	hns, err := hypernode.Build(ibnetdiscover.Source, g.Groups(fabric.NodeMatcher(hypernodetest.Nodes(nil, "node01", "node02"), "")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "2 spine spine-0000000000000c01: leaf-0000000000000a01 leaf-0000000000000b01\n1 leaf leaf-0000000000000a01: node01\n1 leaf leaf-0000000000000b01: node02\n", hypernodetest.Render(hns))
+}

@@ -91,6 +91,8 @@ func (p *Provider) Discover() ([]hypernode.Group, error) {
 		if g, err = p.fetch(); err != nil {
 			return nil, err
 		}
+		st := g.Stats()
+		p.deps.Log.Info("read the fabric from UFM", "switches", st.Switches, "hosts", st.Hosts, "links", st.Links, "skipped", g.Skipped)
 		p.mu.Lock()
 		p.graph, p.fetchedAt = g, time.Now()
 		p.mu.Unlock()
