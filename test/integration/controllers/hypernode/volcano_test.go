@@ -138,12 +138,15 @@ func TestSameTreeAsVolcano(t *testing.T) {
 	require.NoError(t, err)
 	stopped := false
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("vc-controller-manager log:\n%s\nHyperNodes:\n%s", vc.LogTail(60), tree(t))
+		}
 		if !stopped {
 			_ = vc.Stop()
 		}
 	})
 	var volcano []topologyv1alpha1.HyperNode
-	framework.Eventually(t, 60*time.Second, "Volcano's label discovery to build 6 HyperNodes", func(context.Context) (bool, error) {
+	framework.Eventually(t, 120*time.Second, "Volcano's label discovery to build 6 HyperNodes", func(context.Context) (bool, error) {
 		volcano = listSource(t, "label")
 		if len(volcano) != 6 {
 			return false, nil
