@@ -145,6 +145,14 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 		for i := len(entries) - 2; i >= 0; i-- {
 			tiers = append(tiers, Tier{Keys: []string{entries[i]}, Name: tierName(entries[i])})
 		}
+		for _, other := range c.Presets {
+			if other >= name || Presets[other] == nil {
+				continue
+			}
+			if k := sharedKey(tiers, Presets[other]); k != "" {
+				errs = append(errs, fmt.Errorf("config.presets: %s and %s both read %s, so its domains would be built twice; keep one of them", other, name, k))
+			}
+		}
 		out = append(out, TopologyType{Name: name, Tiers: tiers})
 	}
 	for name, list := range c.NetworkTopologyTypes {
@@ -164,6 +172,14 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 			errs = append(errs, fmt.Errorf("config.presets: %q is also a networkTopologyTypes entry; rename the entry", name))
 			continue
 		}
+		for _, other := range c.Presets {
+			if other >= name || Presets[other] == nil {
+				continue
+			}
+			if k := sharedKey(tiers, Presets[other]); k != "" {
+				errs = append(errs, fmt.Errorf("config.presets: %s and %s both read %s, so its domains would be built twice; keep one of them", other, name, k))
+			}
+		}
 		out = append(out, TopologyType{Name: name, Tiers: tiers})
 	}
 	if len(out) == 0 && len(errs) == 0 {
@@ -171,6 +187,24 @@ func ParseConfig(raw map[string]any) ([]TopologyType, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errors.Join(errs...)
+}
+
+// sharedKey returns a label key both tier lists read, or "".
+func sharedKey(a, b []Tier) string {
+	keys := map[string]bool{}
+	for _, t := range a {
+		for _, k := range append(t.Keys[:len(t.Keys):len(t.Keys)], t.Deprecated...) {
+			keys[k] = true
+		}
+	}
+	for _, t := range b {
+		for _, k := range append(t.Keys[:len(t.Keys):len(t.Keys)], t.Deprecated...) {
+			if keys[k] {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 func presetNames() []string {

@@ -109,6 +109,7 @@ func TestConfigErrors(t *testing.T) {
 		"duplicate":   {map[string]any{"networkTopologyTypes": map[string]any{"t": []any{map[string]any{"nodeLabel": "a"}, map[string]any{"nodeLabel": "a"}}}}, `label "a" is listed twice`},
 		"long name":   {map[string]any{"networkTopologyTypes": map[string]any{"a-very-long-topology-type": []any{}}}, "longer than 20"},
 		"preset":      {map[string]any{"presets": []any{"nvidia"}}, `unknown preset "nvidia"`},
+		"overlap":     {map[string]any{"presets": []any{"nvidia-topograph", "nvidia-gpu-clique"}}, "nvidia-gpu-clique and nvidia-topograph both read nvidia.com/gpu.clique"},
 		"typo":        {map[string]any{"networkTopologyType": map[string]any{}}, `unknown field "networkTopologyType"`},
 		"empty label": {map[string]any{"networkTopologyTypes": map[string]any{"t": []any{map[string]any{"nodeLabel": ""}, map[string]any{"nodeLabel": "h"}}}}, "t[0].nodeLabel is empty"},
 	} {
