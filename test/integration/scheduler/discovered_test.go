@@ -73,6 +73,7 @@ func TestDiscoveredNVLinkTier(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		var l topologyv1alpha1.HyperNodeList
 		if err := env.Client.List(ctx, &l, client.MatchingLabels{hypernode.SourceLabel: label.Source}); err != nil {
+			t.Logf("listing HyperNodes (will retry): %v", err)
 			return false, nil
 		}
 		var lines []string
