@@ -1,6 +1,7 @@
 // Module karmada pins Karmada's control-plane binaries (aggregated-apiserver, webhook, controller-manager,
-// scheduler) used by the multi-cluster integration test; it is separate so their dependencies (cluster-api,
-// metrics-server, ...) never leak into the product's go.mod. Karmada v1.16.0 resolves with no replace.
+// scheduler) used by the multi-cluster integration test; it is separate so their dependencies
+// (sigs.k8s.io/cluster-api among them) never leak into the product's go.mod. Karmada v1.16.0 resolves
+// with no replace.
 module github.com/hyperbatch/hyperbatch/hack/tools/karmada
 
 go 1.24.10

@@ -15,6 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/karmadaplane"
 	"github.com/hyperbatch/hyperbatch/test/util/membercluster"
@@ -34,6 +37,7 @@ var memberNodes = map[string][]membercluster.Node{
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	ctrl.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "hyperbatch-multicluster-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -79,6 +79,8 @@ func TestVolcanoJobPropagation(t *testing.T) {
 	// karmada-webhook stamped the permanent id Karmada's validation and controllers rely on.
 	require.NoError(t, plane.Client.Get(ctx, client.ObjectKeyFromObject(pp), pp))
 	assert.NotEmpty(t, pp.Labels[policyv1alpha1.PropagationPolicyPermanentIDLabel], "karmada-webhook labels the PropagationPolicy with its permanent id")
+	assert.Contains(t, pp.Finalizers, "karmada.io/propagation-policy-controller", "karmada-webhook adds Karmada's policy finalizer")
+	assert.Equal(t, ns, pp.Spec.ResourceSelectors[0].Namespace, "karmada-webhook defaults the selector's namespace")
 	created := time.Now()
 	require.NoError(t, plane.Client.Create(ctx, job))
 

@@ -27,11 +27,27 @@ const memberTokenTTL = 30 * 24 * time.Hour
 // everything (Karmada applies any kind and impersonates users for its cluster proxy) and a token for
 // it; in the plane, the Secret karmada-cluster/<name> (token, caBundle), the impersonator Secret
 // karmada-cluster/<name>-impersonator (token) and the Cluster <name> (syncMode Push, apiEndpoint,
-// secretRef, impersonatorSecretRef). member must be an administrator's config of the member.
+// secretRef, impersonatorSecretRef, and the member's kube-system UID as id). member must be an
+// administrator's config of the member; a name or member already joined is refused.
 func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(member)
 	if err != nil {
 		return fmt.Errorf("join %s: client for the member: %w", name, err)
+	}
+	// The member's identity, as karmadactl join takes it: the UID of its kube-system namespace.
+	ks, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("join %s: reading the member's kube-system namespace (its cluster ID): %w", name, err)
+	}
+	id := string(ks.UID)
+	var clusters clusterv1alpha1.ClusterList
+	if err := p.Client.List(ctx, &clusters); err != nil {
+		return fmt.Errorf("join %s: listing the plane's Clusters: %w", name, err)
+	}
+	for _, c := range clusters.Items {
+		if c.Name == name || c.Spec.ID == id {
+			return fmt.Errorf("join %s: Cluster %s (id %s) is already registered for this name or member; unjoin it first", name, c.Name, c.Spec.ID)
+		}
 	}
 	sa := "karmada-" + name
 	role := "karmada-controller-manager:" + sa
@@ -92,6 +108,7 @@ func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) erro
 	cluster := &clusterv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: clusterv1alpha1.ClusterSpec{
+			ID:                    id,
 			SyncMode:              clusterv1alpha1.Push,
 			APIEndpoint:           member.Host,
 			SecretRef:             &clusterv1alpha1.LocalSecretReference{Namespace: ClusterNamespace, Name: name},

@@ -60,7 +60,7 @@ var Tools = []string{"etcd", "kube-apiserver", "kube-controller-manager",
 
 // Options say where and how a plane runs.
 type Options struct {
-	// Dir receives logs/, pki/, etcd/ and the kubeconfig (required; t.TempDir() is fine).
+	// Dir receives logs/, pki/, etcd/ and the kubeconfig (required, fresh: t.TempDir() is fine).
 	Dir string
 	// BinDir holds the binaries (Tools); default framework.AssetsDir() (the project's bin/).
 	BinDir string
@@ -125,6 +125,9 @@ func Start(ctx context.Context, o Options) (p *Plane, err error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("karmadaplane: %s missing from %s: run 'hack/tools.sh %s'", strings.Join(missing, ", "), o.BinDir, strings.Join(missing, " "))
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "etcd")); err == nil {
+		return nil, fmt.Errorf("karmadaplane: %s already holds a plane's etcd data; give Start a fresh directory", o.Dir)
 	}
 	moduleDir, err := KarmadaModuleDir()
 	if err != nil {
