@@ -59,7 +59,9 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "Karmada plane did not start: %v\n", err)
 		return 1
 	}
-	defer func() { _ = plane.Stop() }()
+	// The plane and the members stop concurrently: each kube-apiserver takes seconds to shut down.
+	stoppers := []func() error{plane.Stop}
+	defer func() { stopAll(stoppers) }()
 	names := sortedNames()
 	for _, name := range names {
 		mc, err := membercluster.Start(ctx, membercluster.Options{Name: name, Dir: filepath.Join(dir, name), Nodes: memberNodes[name]})
@@ -68,7 +70,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 		members[name] = mc
-		defer func() { _ = mc.Stop() }()
+		stoppers = append(stoppers, mc.Stop)
 	}
 	for _, name := range names {
 		if err := plane.Join(ctx, name, members[name].Config); err != nil {
@@ -86,6 +88,21 @@ func run(m *testing.M) int {
 	code = m.Run()
 	report(joined)
 	return code
+}
+
+// stopAll runs every stop function concurrently and reports errors and how long it took.
+func stopAll(stops []func() error) {
+	begin := time.Now()
+	errs := make(chan error, len(stops))
+	for _, stop := range stops {
+		go func() { errs <- stop() }()
+	}
+	for range stops {
+		if err := <-errs; err != nil {
+			fmt.Fprintf(os.Stderr, "multicluster: stopping: %v\n", err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "multicluster: plane and members stopped in %s\n", time.Since(begin).Round(100*time.Millisecond))
 }
 
 func sortedNames() []string {

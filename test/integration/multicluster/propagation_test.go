@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,16 +112,23 @@ func TestVolcanoJobPropagation(t *testing.T) {
 		return memberJob.Status.State.Phase == batchv1alpha1.Completed, describe(memberJob.Status)
 	})
 	t.Logf("Job Completed in %s %s after creation", target, time.Since(created).Round(100*time.Millisecond))
-	var pods corev1.PodList
-	require.NoError(t, mc.List(ctx, &pods, client.InNamespace(ns)))
-	succeeded := 0
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodSucceeded {
-			succeeded++
+	// Volcano created the pods and kwok ran them: the Job went through Running, and every pod Succeeded.
+	// (Volcano v1.14 zeroes a finished Job's pod counters, so the pods are counted here.)
+	assert.True(t, hadPhase(memberJob.Status.Conditions, batchv1alpha1.Running), "the member's Job was Running: %s", describe(memberJob.Status.Conditions))
+	replicas := int(job.Spec.Tasks[0].Replicas)
+	waitFor(ctx, t, "the member's pods Succeeded", func(ctx context.Context) (bool, string) {
+		var pods corev1.PodList
+		if err := mc.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
 		}
-	}
-	assert.Equal(t, int(job.Spec.Tasks[0].Replicas), succeeded, "every pod of the member's Job succeeded (Volcano created them, kwok ran them)")
-	assert.Equal(t, int32(succeeded), memberJob.Status.Succeeded)
+		succeeded := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodSucceeded {
+				succeeded++
+			}
+		}
+		return succeeded == replicas, fmt.Sprintf("%d of %d pods Succeeded", succeeded, replicas)
+	})
 
 	// Karmada's Volcano Job interpreter reflects the member's status and aggregates it on the template.
 	tmpl := &batchv1alpha1.Job{}
@@ -128,10 +136,13 @@ func TestVolcanoJobPropagation(t *testing.T) {
 		if err := plane.Client.Get(ctx, client.ObjectKeyFromObject(job), tmpl); err != nil {
 			return false, err.Error()
 		}
-		return tmpl.Status.State.Phase == batchv1alpha1.Completed && tmpl.Status.Succeeded == memberJob.Status.Succeeded, describe(tmpl.Status)
+		return tmpl.Status.State.Phase == batchv1alpha1.Completed, describe(tmpl.Status)
 	})
+	// With one member the interpreter's aggregation is the member's reflected status.
 	assert.Equal(t, memberJob.Status.MinAvailable, tmpl.Status.MinAvailable)
-	assert.Equal(t, memberJob.Status.TaskStatusCount, tmpl.Status.TaskStatusCount, "per-task counts come back")
+	assert.Equal(t, memberJob.Status.Version, tmpl.Status.Version)
+	assert.Len(t, tmpl.Status.Conditions, len(memberJob.Status.Conditions), "the member's condition history comes back")
+	assert.True(t, hadPhase(tmpl.Status.Conditions, batchv1alpha1.Running), "the template shows the member's Running condition")
 	require.NoError(t, plane.Client.Get(ctx, bindingKey, binding))
 	require.Len(t, binding.Status.AggregatedStatus, 1)
 	assert.Equal(t, target, binding.Status.AggregatedStatus[0].ClusterName)
@@ -196,6 +207,16 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func(context.C
 	if err != nil {
 		t.Fatalf("waiting for %s: %v; last state: %s\n%s", what, err, last, plane.LogTails(20))
 	}
+}
+
+// hadPhase reports whether a Volcano Job's condition history holds phase.
+func hadPhase(conds []batchv1alpha1.JobCondition, phase batchv1alpha1.JobPhase) bool {
+	for _, c := range conds {
+		if c.Status == phase {
+			return true
+		}
+	}
+	return false
 }
 
 func servesKind(apis []clusterv1alpha1.APIEnablement, gv, kind string) bool {

@@ -19,13 +19,13 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -91,7 +91,7 @@ type Member struct {
 }
 
 // Start brings the member up and returns once kwok reports every node Ready, Volcano's webhooks are
-// registered and its controllers and scheduler serve, and the Queues root and default exist.
+// served and its controllers and scheduler serve, and the Queues root and default exist.
 func Start(ctx context.Context, o Options) (m *Member, err error) {
 	begin := time.Now()
 	if o.Name == "" || o.Dir == "" || len(o.Nodes) == 0 {
@@ -163,8 +163,8 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 		return m, err
 	}
 
-	// Volcano's webhook-manager registers its own configurations (URL mode, caBundle from
-	// --ca-cert-file); its self-signed certificate is its own CA.
+	// Volcano's webhook-manager with a self-signed certificate that is its own CA; its configurations
+	// (URL mode) are registered first: it only injects the caBundle into existing ones.
 	hookPort, err := framework.FreePort()
 	if err != nil {
 		return m, err
@@ -172,6 +172,9 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 	certDir := filepath.Join(o.Dir, "volcano-webhook")
 	ca, err := framework.WriteSelfSignedCert(certDir)
 	if err != nil {
+		return m, err
+	}
+	if err := registerVolcanoWebhooks(ctx, m.Client, loopback(hookPort), ca); err != nil {
 		return m, err
 	}
 	hook, err := framework.StartProcess(ctx, nopts, "vc-webhook-manager", []string{
@@ -187,9 +190,6 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 		return m, err
 	}
 	m.Processes = append(m.Processes, hook)
-	if err := m.waitVolcanoWebhooks(ctx, hookPort); err != nil {
-		return m, err
-	}
 	vcm, err := framework.StartVolcanoControllers(ctx, nopts)
 	if err != nil {
 		return m, err
@@ -210,8 +210,14 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 // createNodes creates the kwok nodes and waits until kwok reports all of them Ready.
 func (m *Member) createNodes(ctx context.Context) error {
 	for _, n := range m.nodes {
-		if err := m.Client.Create(ctx, nodeObject(n)); err != nil {
+		node := nodeObject(n)
+		if err := m.Client.Create(ctx, node); err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
+		}
+		// kube-apiserver's TaintNodesByCondition admission taints every new Node not-ready, and no
+		// node-lifecycle controller runs here to lift it once kwok reports the node Ready.
+		if err := untaintNotReady(ctx, m.Client, node.Name); err != nil {
+			return err
 		}
 	}
 	var ready int
@@ -234,6 +240,30 @@ func (m *Member) createNodes(ctx context.Context) error {
 		return fmt.Errorf("only %d of %d kwok nodes became Ready within 90s (kwok marks them Ready): %w", ready, len(m.nodes), err)
 	}
 	return nil
+}
+
+// untaintNotReady removes the node.kubernetes.io/not-ready taint from a node.
+func untaintNotReady(ctx context.Context, c client.Client, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var node corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+			return err
+		}
+		kept := node.Spec.Taints[:0]
+		for _, t := range node.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		if err := c.Update(ctx, &node); err != nil {
+			return fmt.Errorf("removing the not-ready taint from node %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 func nodeObject(n Node) *corev1.Node {
@@ -270,30 +300,6 @@ func (m *Member) GPUs() int64 {
 		n += node.GPUs
 	}
 	return n
-}
-
-// waitVolcanoWebhooks waits until the webhook-manager registered the Job mutation on its own port
-// (it writes its configurations after it starts serving).
-func (m *Member) waitVolcanoWebhooks(ctx context.Context, port int) error {
-	want := loopback(port) + "/jobs/mutate"
-	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		var list admissionregistrationv1.MutatingWebhookConfigurationList
-		if err := m.Client.List(ctx, &list); err != nil {
-			return false, nil
-		}
-		for _, c := range list.Items {
-			for _, w := range c.Webhooks {
-				if w.ClientConfig.URL != nil && strings.HasSuffix(*w.ClientConfig.URL, want) {
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("vc-webhook-manager did not register its Job mutation (https://%s) within 60s: %w", want, err)
-	}
-	return nil
 }
 
 // createQueues creates Volcano's Queues root and default (Volcano's installation creates them).
