@@ -41,7 +41,7 @@ func TestMembersJoined(t *testing.T) {
 		// condition by one round.
 		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			if err := plane.Client.Get(ctx, client.ObjectKey{Name: name}, &cluster); err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // keep polling; the failure message shows the last status
 			}
 			rs := cluster.Status.ResourceSummary
 			return rs != nil && !rs.Allocatable.Name(membercluster.GPUResource, "").IsZero(), nil

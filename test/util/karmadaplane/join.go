@@ -129,7 +129,7 @@ func (p *Plane) WaitClusterReady(ctx context.Context, name string, timeout time.
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling; the last error is reported on timeout
 		}
 		c := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
 		if c == nil {
@@ -140,7 +140,7 @@ func (p *Plane) WaitClusterReady(ctx context.Context, name string, timeout time.
 		return c.Status == metav1.ConditionTrue, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Cluster %s is not Ready after %s (last: %s): %w", name, timeout, last, err)
+		return nil, fmt.Errorf("cluster %s is not Ready after %s (last: %s): %w", name, timeout, last, err)
 	}
 	return cluster, nil
 }

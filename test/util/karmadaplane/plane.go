@@ -331,7 +331,7 @@ func (p *Plane) registerAggregatedAPI(ctx context.Context, port int) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := p.Client.Get(ctx, client.ObjectKeyFromObject(apiService), apiService); err != nil {
 			last = err.Error()
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling; the last error is reported on timeout
 		}
 		conds, _, _ := unstructured.NestedSlice(apiService.Object, "status", "conditions")
 		for _, raw := range conds {
@@ -346,7 +346,7 @@ func (p *Plane) registerAggregatedAPI(ctx context.Context, port int) error {
 			// The kind must be listable through the aggregator too.
 			if err := p.Client.List(ctx, &clusterv1alpha1.ClusterList{}); err != nil {
 				last = "listing Clusters: " + err.Error()
-				return false, nil
+				return false, nil //nolint:nilerr // keep polling; the last error is reported on timeout
 			}
 			return true, nil
 		}

@@ -224,7 +224,7 @@ func (m *Member) createNodes(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 300*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		var nodes corev1.NodeList
 		if err := m.Client.List(ctx, &nodes, client.MatchingLabels{KwokNodeLabel: kwokNodeLabelValue}); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a failed list is retried until the timeout
 		}
 		ready = 0
 		for _, n := range nodes.Items {
