@@ -10,6 +10,8 @@ NODES      ?= 16
 # DISCOVER=1: `make run` lets the manager's HyperNode discovery build the tree from the node labels.
 DISCOVER   ?=
 TEST_TOOLS := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager
+# test/integration/multicluster runs a Karmada control plane.
+TEST_TOOLS += karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.

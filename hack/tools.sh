@@ -4,7 +4,9 @@
 #   hack/tools.sh [tool ...]     tools: etcd kube-apiserver kube-controller-manager kubectl kwok
 #                                       controller-gen helm golangci-lint vc-controller-manager
 #                                       vc-webhook-manager vc-scheduler jobset-controller
-#                                       trainer-controller-manager   (default: all)
+#                                       trainer-controller-manager karmada-aggregated-apiserver
+#                                       karmada-webhook karmada-controller-manager karmada-scheduler
+#                                                                    (default: all)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
@@ -48,7 +50,11 @@ GROUP[vc-webhook-manager]=volcano;    PKG[vc-webhook-manager]=volcano.sh/volcano
 GROUP[vc-scheduler]=volcano;          PKG[vc-scheduler]=volcano.sh/volcano/cmd/scheduler
 GROUP[jobset-controller]=jobset;      PKG[jobset-controller]=sigs.k8s.io/jobset
 GROUP[trainer-controller-manager]=trainer; PKG[trainer-controller-manager]=github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
-ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager"
+GROUP[karmada-aggregated-apiserver]=karmada; PKG[karmada-aggregated-apiserver]=github.com/karmada-io/karmada/cmd/aggregated-apiserver
+GROUP[karmada-webhook]=karmada;              PKG[karmada-webhook]=github.com/karmada-io/karmada/cmd/webhook
+GROUP[karmada-controller-manager]=karmada;   PKG[karmada-controller-manager]=github.com/karmada-io/karmada/cmd/controller-manager
+GROUP[karmada-scheduler]=karmada;            PKG[karmada-scheduler]=github.com/karmada-io/karmada/cmd/scheduler
+ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
 [ "$CACHE" = off ] || mkdir -p "$CACHE" 2>/dev/null || { echo "hack/tools.sh: cannot create the tool cache $CACHE; building without it" >&2; CACHE=off; }
@@ -84,6 +90,7 @@ build() {
   fi
   local ldflags="-s -w"
   [ "${GROUP[$tool]}" = k8s ] && ldflags=$K8S_LDFLAGS
+  [ "${GROUP[$tool]}" = karmada ] && ldflags="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(awk '$1=="github.com/karmada-io/karmada"{print $2; exit}' "$dir/go.mod")"
   local start=$SECONDS log
   log=$(mktemp)
   echo "  $tool: building ${PKG[$tool]} (pinned in $dir/go.mod) ..."
