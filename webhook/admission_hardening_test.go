@@ -62,7 +62,7 @@ func TestPaddedQueuesRefused(t *testing.T) {
 					ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", Replicas: 1, TemplateSpec: batchv1alpha1.JobSpec{Queue: q}}}}}
 			}, "spec.replicatedJobs[0].templateSpec.queue"},
 		} {
-			v := d.handlers([]Kind{tc.kind})[kindSpecs[tc.kind].validatePath]
+			v := d.handlers([]Kind{tc.kind})[specOf(tc.kind).ValidatePath]
 			for _, padded := range []string{" team-a ", "team-a\t", "namespace/ team-a"} {
 				resp := v.Handle(context.Background(), request(t, tc.kind, admissionv1.Create, tc.obj(padded), nil))
 				wantDenied(t, resp, http.StatusUnprocessableEntity, tc.field+": Invalid value: ",

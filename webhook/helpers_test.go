@@ -46,7 +46,7 @@ func testDeps(t testing.TB, objs ...client.Object) *deps {
 // request builds an AdmissionRequest for obj (and old on UPDATE) as the apiserver sends it.
 func request(t testing.TB, kind Kind, op admissionv1.Operation, obj, old client.Object) admission.Request {
 	t.Helper()
-	gvk := kindSpecs[kind].gvk
+	gvk := specOf(kind).GVK
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID:       "uid",
 		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
@@ -63,7 +63,7 @@ func request(t testing.TB, kind Kind, op admissionv1.Operation, obj, old client.
 
 func rawOf(t testing.TB, kind Kind, obj client.Object) []byte {
 	t.Helper()
-	gvk := kindSpecs[kind].gvk
+	gvk := specOf(kind).GVK
 	obj = obj.DeepCopyObject().(client.Object)
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	raw, err := json.Marshal(obj)

@@ -27,13 +27,32 @@ type finishFunc[T client.Object] func(ctx context.Context, obj T, ns defaults.Na
 // warning that lists what was filled.
 type mutator[T client.Object] struct {
 	handlerBase[T]
-	apply  func(T, defaults.Namespace, *defaults.Policies) defaults.Result
+	// apply fills the object from the engine; nil: the kind table's engine function (engineOf).
+	// One that reads the cluster (a PodGroup's Volcano Job) takes ctx and may fail.
+	apply  func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error)
 	finish finishFunc[T]
+	// check is the kind's validating check (pair sets it): a CREATE whose defaulted object it would
+	// refuse gets no "defaulted" warning, since the request is then refused.
+	check checkFunc[T]
 	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
 	// deep copy. A kind whose engine and finish only set fields of the object's own structs and
 	// its annotations can use ownTopLevel, which shares everything else with the request's object
 	// (FuzzTopLevelCopies checks that the request's object is left as it was).
 	copyObj func(T) T
+}
+
+// engineOf is the kind table's engine function of kind k, typed for the kind's objects.
+func engineOf[T client.Object](k Kind) func(context.Context, T, defaults.Namespace, *defaults.Policies) (defaults.Result, error) {
+	def := specOf(k).Default
+	return func(_ context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error) {
+		return def(obj, ns, pols), nil
+	}
+}
+
+// pair links a kind's mutator to its validator (mutator.check) and returns both.
+func pair[T client.Object](m *mutator[T], v *validator[T]) (admission.Handler, admission.Handler) {
+	m.check = v.check
+	return m, v
 }
 
 // ownTopLevel copies the object's struct and its annotations; every other map, slice and pointer
@@ -54,7 +73,16 @@ type handlerBase[T client.Object] struct {
 	*deps
 	kind   Kind
 	gvk    schema.GroupVersionKind
+	carry  defaults.CarryOver
 	newObj func() T
+}
+
+// applyFn is m.apply, or the kind table's engine function.
+func (m *mutator[T]) applyFn() func(context.Context, T, defaults.Namespace, *defaults.Policies) (defaults.Result, error) {
+	if m.apply != nil {
+		return m.apply
+	}
+	return engineOf[T](m.kind)
 }
 
 // base is the handlerBase of kind, whose objects are O.
@@ -62,7 +90,8 @@ func base[O any, T interface {
 	*O
 	client.Object
 }](d *deps, kind Kind) handlerBase[T] {
-	return handlerBase[T]{deps: d, kind: kind, gvk: kindSpecs[kind].gvk, newObj: func() T { return T(new(O)) }}
+	spec := specOf(kind)
+	return handlerBase[T]{deps: d, kind: kind, gvk: spec.GVK, carry: spec.CarryOver, newObj: func() T { return T(new(O)) }}
 }
 
 // Handle implements admission.Handler.
@@ -130,7 +159,11 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 	} else {
 		out = obj.DeepCopyObject().(T)
 	}
-	res := m.apply(out, ns, pols)
+	res, err := m.applyFn()(ctx, out, ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
 	skipped := skippedWarnings(res.Skips)
 	if !res.Changed() {
 		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy, "skipped", len(skipped))
@@ -167,9 +200,23 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 // UPDATE, so a changed policy never rewrites a running workload, and upstream immutability rules
 // (Volcano Job spec, JobSet replicatedJobs) never see a change the user did not make.
 func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
-	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fills
+	if m.carry == defaults.CarryOverNone {
+		return admission.Allowed(""), resultAllowed
+	}
+	apply := m.applyFn()
+	now, err := apply(ctx, obj.DeepCopyObject().(T), ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	was, err := apply(ctx, old.DeepCopyObject().(T), ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	nowUnset := now.Fills
 	wasUnset := map[string]bool{}
-	for _, f := range m.apply(old.DeepCopyObject().(T), ns, pols).Fills {
+	for _, f := range was.Fills {
 		wasUnset[f.Path] = true
 	}
 	paths := make([]string, len(nowUnset))

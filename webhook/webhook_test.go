@@ -81,8 +81,8 @@ func TestMalformedRequests(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "a"}}
 	all := d.handlers(AllKinds())
 	for _, k := range AllKinds() {
-		gvk := kindSpecs[k].gvk
-		for _, path := range []string{kindSpecs[k].mutatePath, kindSpecs[k].validatePath} {
+		gvk := specOf(k).GVK
+		for _, path := range []string{specOf(k).MutatePath, specOf(k).ValidatePath} {
 			h, ok := all[path]
 			if !ok {
 				continue
@@ -406,7 +406,7 @@ func TestDryRunIsIdentical(t *testing.T) {
 }
 
 func TestInvalidIsAnInvalidStatus(t *testing.T) {
-	resp := invalid(kindSpecs[KindPodGroup].gvk, "pg", nil)
+	resp := invalid(specOf(KindPodGroup).GVK, "pg", nil)
 	err := &apierrors.StatusError{ErrStatus: *resp.Result}
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("not Invalid: %v", err)
