@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -97,12 +98,14 @@ func (o Options) withDefaults() Options {
 
 // Setup registers the mutating and validating handlers of opts.Kinds on mgr's webhook server
 // (paths above) and the informers they read: Namespaces, WorkloadPolicies, for Pods
-// PriorityClasses, and for JobSets (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
+// PriorityClasses, for PodGroups Volcano Jobs (a Job's PodGroup follows its Job), and for JobSets
+// (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
 // WorkloadPolicies are rebuilt only after a WorkloadPolicy event. Call it once per manager, before
 // mgr.Start. The manager's scheme must know the admitted kinds (internal/scheme.New does).
 //
 // RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io,
-// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io and podgroups.scheduling.volcano.sh.
+// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io, podgroups.scheduling.volcano.sh and
+// jobs.batch.volcano.sh.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.withDefaults()
 	for _, k := range opts.Kinds {
@@ -124,6 +127,12 @@ func Setup(mgr manager.Manager, opts Options) error {
 	d := newDeps(c, opts)
 	d.live = mgr.GetAPIReader()
 	d.noPodGroupGate = opts.NoPodGroupGate
+	if hasKind(opts.Kinds, KindPodGroup) {
+		// A Volcano Job's PodGroup follows its Job.
+		if _, err := c.GetInformer(ctx, &batchv1alpha1.Job{}); err != nil {
+			return fmt.Errorf("webhook: Volcano Job informer: %w", err)
+		}
+	}
 	if hasKind(opts.Kinds, KindJobSet) {
 		// The PodGroup gate reads JobSets and PodGroups.
 		for _, obj := range []client.Object{&jobsetv1alpha2.JobSet{}, &schedulingv1beta1.PodGroup{}} {
