@@ -35,6 +35,9 @@ type deps struct {
 	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit
 	// tests with a fake client): read through reader.
 	namespaces, priorityClasses store
+	// queues are Volcano's Queues (Setup wires them with the Volcano Job handlers, for
+	// volcanoQueueRefusal); nil: Queues are not judged.
+	queues store
 }
 
 // store is the read side of an informer's store. Objects it returns are shared with the informer

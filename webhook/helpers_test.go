@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -188,4 +189,10 @@ func decodeJSONObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	return m, dec.Decode(&m)
+}
+
+// oneTask is the smallest task list Volcano's own job webhook admits (it refuses a Job without
+// tasks, and hyperbatch's validator then leaves the Job to it: volcanoRefusal).
+func oneTask() []batchv1alpha1.TaskSpec {
+	return []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1}}
 }

@@ -22,6 +22,7 @@ func (d *deps) hyperJobMutator() *mutator[*trainingv1alpha1.HyperJob] {
 	return &mutator[*trainingv1alpha1.HyperJob]{
 		handlerBase: base[trainingv1alpha1.HyperJob](d, KindHyperJob),
 		apply:       engineOf[*trainingv1alpha1.HyperJob](KindHyperJob),
+		refused:     d.hyperJobValidator().refuses,
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 func jobOwnedPodGroup(job *batchv1alpha1.Job) *schedulingv1beta1.PodGroup {
@@ -24,7 +26,8 @@ func jobOwnedPodGroup(job *batchv1alpha1.Job) *schedulingv1beta1.PodGroup {
 func TestVolcanoJobPodGroupFollowsJob(t *testing.T) {
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "a", UID: "uid-1"}, Spec: batchv1alpha1.JobSpec{
 		Queue: "default", NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: "hard", HighestTierName: "block"}}}
-	d := testDeps(t, teamA(), nsA, job)
+	// A policy without allowedQueues: Volcano's "default" queue is allowed, so the PodGroup is admitted.
+	d := testDeps(t, openTeamA(), nsA, job)
 	m := d.podGroupMutator()
 
 	var out schedulingv1beta1.PodGroup
@@ -60,7 +63,7 @@ func TestVolcanoJobPodGroupFollowsJob(t *testing.T) {
 func TestVolcanoJobPodGroupUpdateCarriesTierName(t *testing.T) {
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "a", UID: "uid-1"}, Spec: batchv1alpha1.JobSpec{
 		Queue: "default", NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: "hard", HighestTierName: "block"}}}
-	d := testDeps(t, teamA(), nsA, job)
+	d := testDeps(t, openTeamA(), nsA, job)
 	m := d.podGroupMutator()
 	old := jobOwnedPodGroup(job)
 	old.Spec.NetworkTopology.HighestTierName = "block"
@@ -78,4 +81,11 @@ func TestVolcanoJobPodGroupUpdateCarriesTierName(t *testing.T) {
 	resp = m.Handle(t.Context(), request(t, KindPodGroup, admissionv1.Update, kept, old))
 	require.True(t, resp.Allowed)
 	assert.Empty(t, patchOps(t, resp))
+}
+
+// openTeamA is teamA without allowedQueues.
+func openTeamA() *hbv1.WorkloadPolicy {
+	p := teamA()
+	p.Spec.AllowedQueues = nil
+	return p
 }

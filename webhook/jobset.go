@@ -19,6 +19,7 @@ func (d *deps) jobSetMutator() *mutator[*jobsetv1alpha2.JobSet] {
 	return &mutator[*jobsetv1alpha2.JobSet]{
 		handlerBase: base[jobsetv1alpha2.JobSet](d, KindJobSet),
 		apply:       engineOf[*jobsetv1alpha2.JobSet](KindJobSet),
+		refused:     d.jobSetValidator().refuses,
 	}
 }
 

@@ -31,9 +31,9 @@ type mutator[T client.Object] struct {
 	// One that reads the cluster (a PodGroup's Volcano Job) takes ctx and may fail.
 	apply  func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error)
 	finish finishFunc[T]
-	// check is the kind's validating check (pair sets it): a CREATE whose defaulted object it would
-	// refuse gets no "defaulted" warning, since the request is then refused.
-	check checkFunc[T]
+	// refused is the kind's validator's judgement of the defaulted object (validator.refuses): a CREATE
+	// that is then refused, by hyperbatch's validator or by a webhook it defers to, gets no warning.
+	refused func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (bool, error)
 	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
 	// deep copy. A kind whose engine and finish only set fields of the object's own structs and
 	// its annotations can use ownTopLevel, which shares everything else with the request's object
@@ -47,12 +47,6 @@ func engineOf[T client.Object](k Kind) func(context.Context, T, defaults.Namespa
 	return func(_ context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error) {
 		return def(obj, ns, pols), nil
 	}
-}
-
-// pair links a kind's mutator to its validator (mutator.check) and returns both.
-func pair[T client.Object](m *mutator[T], v *validator[T]) (admission.Handler, admission.Handler) {
-	m.check = v.check
-	return m, v
 }
 
 // ownTopLevel copies the object's struct and its annotations; every other map, slice and pointer
@@ -165,6 +159,21 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
 	}
 	skipped := skippedWarnings(res.Skips)
+	quiet := false
+	if (res.Changed() || len(skipped) > 0) && m.refused != nil {
+		// Warnings are shown with the refusal of a refused request, where "defaulted ..." would read
+		// as if the object had been created.
+		refused, err := m.refused(ctx, out, ns, pols)
+		if err != nil {
+			m.log(ctx, req).Error(err, "judging the defaulted object failed")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+		}
+		if refused {
+			// The patch is still given: the prediction is made before later webhooks mutate.
+			m.debug(ctx, req, 1, "no warning: the request is refused", "policy", res.Policy)
+			skipped, quiet = nil, true
+		}
+	}
 	if !res.Changed() {
 		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy, "skipped", len(skipped))
 		return admission.Allowed("").WithWarnings(skipped...), resultAllowed
@@ -188,8 +197,11 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
 	}
 	resp := patchResponse(patch)
-	warning := defaultedWarning(res.Fills, patched, note)
 	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Paths(), "defaultedBy", res.DefaultedBy)
+	if quiet {
+		return resp, resultPatched
+	}
+	warning := defaultedWarning(res.Fills, patched, note)
 	return resp.WithWarnings(append([]string{warning}, skipped...)...), resultPatched
 }
 

@@ -27,6 +27,7 @@ func (d *deps) podMutator() *mutator[*corev1.Pod] {
 		apply:       engineOf[*corev1.Pod](KindPod),
 		copyObj:     ownTopLevel[corev1.Pod],
 		finish:      d.podPriority,
+		refused:     d.podValidator().refuses,
 	}
 }
 

@@ -36,6 +36,7 @@ func (d *deps) podGroupMutator() *mutator[*schedulingv1beta1.PodGroup] {
 			return defaults.VolcanoJobPodGroup(pg, job), nil
 		},
 		copyObj: ownTopLevel[schedulingv1beta1.PodGroup],
+		refused: d.podGroupValidator().refuses,
 	}
 }
 

@@ -20,6 +20,7 @@ func (d *deps) propagationPolicyMutator() *mutator[*policyv1alpha1.PropagationPo
 	return &mutator[*policyv1alpha1.PropagationPolicy]{
 		handlerBase: base[policyv1alpha1.PropagationPolicy](d, KindPropagationPolicy),
 		apply:       engineOf[*policyv1alpha1.PropagationPolicy](KindPropagationPolicy),
+		refused:     d.propagationPolicyValidator().refuses,
 	}
 }
 

@@ -15,14 +15,17 @@ func (d *deps) volcanoJobMutator() *mutator[*batchv1alpha1.Job] {
 		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
 		apply:       engineOf[*batchv1alpha1.Job](KindVolcanoJob),
 		copyObj:     ownTopLevel[batchv1alpha1.Job],
+		refused:     d.volcanoJobValidator().refuses,
 	}
 }
 
-// Volcano Jobs are checked for: spec.queue in the policy's allowedQueues; spec.ttlSecondsAfterFinished
+// A Job that Volcano's own webhook refuses to create (volcanoRefusal) is left to it. Other Volcano
+// Jobs are checked for: spec.queue in the policy's allowedQueues; spec.ttlSecondsAfterFinished
 // >= 0 and immutable once set; the lifecycle annotations.
 func (d *deps) volcanoJobValidator() *validator[*batchv1alpha1.Job] {
 	return &validator[*batchv1alpha1.Job]{
-		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
+		handlerBase:  base[batchv1alpha1.Job](d, KindVolcanoJob),
+		refusedFirst: d.volcanoRefusal,
 		check: func(_ context.Context, c *checker, job, old *batchv1alpha1.Job, update bool) error {
 			spec := field.NewPath("spec")
 			c.queue(spec.Child("queue"), job.Spec.Queue, update, old.Spec.Queue, true)

@@ -98,14 +98,15 @@ func (o Options) withDefaults() Options {
 
 // Setup registers the mutating and validating handlers of opts.Kinds on mgr's webhook server
 // (paths above) and the informers they read: Namespaces, WorkloadPolicies, for Pods
-// PriorityClasses, for PodGroups Volcano Jobs (a Job's PodGroup follows its Job), and for JobSets
+// PriorityClasses, for Volcano Jobs Queues, for PodGroups Volcano Jobs (a Job's PodGroup follows
+// its Job), and for JobSets
 // (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
 // WorkloadPolicies are rebuilt only after a WorkloadPolicy event. Call it once per manager, before
 // mgr.Start. The manager's scheme must know the admitted kinds (internal/scheme.New does).
 //
 // RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io,
-// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io, podgroups.scheduling.volcano.sh and
-// jobs.batch.volcano.sh.
+// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io, podgroups.scheduling.volcano.sh,
+// queues.scheduling.volcano.sh and jobs.batch.volcano.sh.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.withDefaults()
 	for _, k := range opts.Kinds {
@@ -127,6 +128,16 @@ func Setup(mgr manager.Manager, opts Options) error {
 	d := newDeps(c, opts)
 	d.live = mgr.GetAPIReader()
 	d.noPodGroupGate = opts.NoPodGroupGate
+	if hasKind(opts.Kinds, KindVolcanoJob) {
+		// volcanoQueueRefusal reads Volcano's Queues.
+		qInf, err := c.GetInformer(ctx, &schedulingv1beta1.Queue{})
+		if err != nil {
+			return fmt.Errorf("webhook: Queue informer: %w", err)
+		}
+		if d.queues, err = storeOf(qInf, "Queue"); err != nil {
+			return err
+		}
+	}
 	if hasKind(opts.Kinds, KindPodGroup) {
 		// A Volcano Job's PodGroup follows its Job.
 		if _, err := c.GetInformer(ctx, &batchv1alpha1.Job{}); err != nil {
@@ -208,21 +219,21 @@ func hasKind(kinds []Kind, k Kind) bool {
 // kindHandlers builds the mutating and validating handler of each kind of the table (nil where the
 // kind has none); the kind's row says on which paths they are served.
 var kindHandlers = map[Kind]func(d *deps) (mutate, validate admission.Handler){
-	KindPod: func(d *deps) (admission.Handler, admission.Handler) { return pair(d.podMutator(), d.podValidator()) },
+	KindPod: func(d *deps) (admission.Handler, admission.Handler) { return d.podMutator(), d.podValidator() },
 	KindVolcanoJob: func(d *deps) (admission.Handler, admission.Handler) {
-		return pair(d.volcanoJobMutator(), d.volcanoJobValidator())
+		return d.volcanoJobMutator(), d.volcanoJobValidator()
 	},
 	KindPodGroup: func(d *deps) (admission.Handler, admission.Handler) {
-		return pair(d.podGroupMutator(), d.podGroupValidator())
+		return d.podGroupMutator(), d.podGroupValidator()
 	},
 	KindJobSet: func(d *deps) (admission.Handler, admission.Handler) {
-		return pair(d.jobSetMutator(), d.jobSetValidator())
+		return d.jobSetMutator(), d.jobSetValidator()
 	},
 	KindHyperJob: func(d *deps) (admission.Handler, admission.Handler) {
-		return pair(d.hyperJobMutator(), d.hyperJobValidator())
+		return d.hyperJobMutator(), d.hyperJobValidator()
 	},
 	KindPropagationPolicy: func(d *deps) (admission.Handler, admission.Handler) {
-		return pair(d.propagationPolicyMutator(), d.propagationPolicyValidator())
+		return d.propagationPolicyMutator(), d.propagationPolicyValidator()
 	},
 	KindWorkloadPolicy: func(d *deps) (admission.Handler, admission.Handler) { return nil, d.workloadPolicyValidator() },
 }
