@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -43,6 +44,12 @@ func TestVolcanoJobPodGroupFollowsItsJob(t *testing.T) {
 		}
 		return probe.Spec.Queue == queue, env.Client.Delete(ctx, probe)
 	})
+
+	// Volcano's job controller makes a Job's PodGroup only once the Job's Queue exists.
+	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
