@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -64,6 +65,7 @@ func TestVolcanoRefusalWins(t *testing.T) {
 	d := testDeps(t, teamA(), nsA)
 	d.queues = queueStore(t, openQueue("gpu"), openQueue("team-a"),
 		&schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "closed"}, Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateClosed}})
+	d.volcanoJobWebhook.Store(true)
 	v, m := d.volcanoJobValidator(), d.volcanoJobMutator()
 	job := func(edit func(*batchv1alpha1.Job)) *batchv1alpha1.Job {
 		j := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a"},
@@ -103,4 +105,23 @@ func TestVolcanoRefusalWins(t *testing.T) {
 	noTasks := job(func(j *batchv1alpha1.Job) { j.Spec.Tasks = nil })
 	wantDenied(t, v.Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Update, noTasks, old)),
 		http.StatusUnprocessableEntity, `queue "gpu" is not allowed`)
+}
+
+// Without Volcano's job webhook registered nothing else refuses a Job, so hyperbatch judges every
+// one; the ValidatingWebhookConfigurations tell whether it is registered.
+func TestNoVolcanoWebhookNoDeferral(t *testing.T) {
+	d := testDeps(t, teamA(), nsA)
+	d.queues = queueStore(t, openQueue("gpu"))
+	noTasks := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a"}, Spec: batchv1alpha1.JobSpec{Queue: "gpu"}}
+	wantDenied(t, d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, noTasks, nil)),
+		http.StatusUnprocessableEntity, `queue "gpu" is not allowed`)
+
+	s := toolscache.NewStore(toolscache.MetaNamespaceKeyFunc)
+	other := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hyperbatch-validating"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "volcanojob.validate.hyperbatch.dev"}}}
+	require.NoError(t, s.Add(other))
+	assert.False(t, hasVolcanoJobWebhook(s))
+	require.NoError(t, s.Add(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-service-jobs-validate"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: VolcanoJobWebhookName}}}))
+	assert.True(t, hasVolcanoJobWebhook(s))
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	toolscache "k8s.io/client-go/tools/cache"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=queues,verbs=get;list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=list;watch
 
 // volcanoRefusal says why Volcano's own job webhook (validatejob.volcano.sh, volcano.sh/volcano
 // v1.14) refuses to create job, "" when none of the rules hyperbatch knows refuses it. The
@@ -21,6 +24,10 @@ import (
 // that would run: Volcano refuses the Job, and were its webhook not installed, the PodGroup its job
 // controller makes is still judged by hyperbatch's PodGroup validator (allowedQueues).
 //
+// Only where Volcano's job webhook is registered (VolcanoJobWebhookName in a
+// ValidatingWebhookConfiguration): without it nothing else refuses such a Job, and hyperbatch judges
+// it as any other.
+//
 // The rules are the ones of Volcano's create validation that depend on the Job and its Queue only:
 // minAvailable, maxRetry and ttlSecondsAfterFinished not negative; at least one task; task replicas
 // and minAvailable in range, task names DNS-1123 labels and unique; the Job's minAvailable within
@@ -29,6 +36,9 @@ import (
 // validation, policies, plugins, volumes, task dependencies, hierarchical queues) are not repeated
 // here: when one of them refuses a Job that hyperbatch refuses too, the message shown still varies.
 func (d *deps) volcanoRefusal(ctx context.Context, job *batchv1alpha1.Job) (string, error) {
+	if !d.volcanoJobWebhook.Load() {
+		return "", nil // no Volcano webhook to leave the refusal to: hyperbatch judges every Job
+	}
 	spec := &job.Spec
 	switch {
 	case spec.MinAvailable < 0:
@@ -89,4 +99,23 @@ func (d *deps) volcanoQueueRefusal(ctx context.Context, queue string) (string, e
 		return fmt.Sprintf("Queue %q is %q, not Open", queue, q.Status.State), nil
 	}
 	return "", nil
+}
+
+// VolcanoJobWebhookName is the name of Volcano's job validation webhook (webhook-manager, in its
+// configuration volcano-admission-service-jobs-validate).
+const VolcanoJobWebhookName = "validatejob.volcano.sh"
+
+// hasVolcanoJobWebhook reports whether a ValidatingWebhookConfiguration of the store registers
+// Volcano's job validation.
+func hasVolcanoJobWebhook(s toolscache.Store) bool {
+	for _, item := range s.List() {
+		if vwc, ok := item.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
+			for i := range vwc.Webhooks {
+				if vwc.Webhooks[i].Name == VolcanoJobWebhookName {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -106,7 +107,8 @@ func (o Options) withDefaults() Options {
 //
 // RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io,
 // workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io, podgroups.scheduling.volcano.sh,
-// queues.scheduling.volcano.sh and jobs.batch.volcano.sh.
+// queues.scheduling.volcano.sh and jobs.batch.volcano.sh; list and watch on
+// validatingwebhookconfigurations.admissionregistration.k8s.io.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.withDefaults()
 	for _, k := range opts.Kinds {
@@ -136,6 +138,23 @@ func Setup(mgr manager.Manager, opts Options) error {
 		}
 		if d.queues, err = storeOf(qInf, "Queue"); err != nil {
 			return err
+		}
+		// Whether Volcano's job webhook is registered, for the same.
+		vwcInf, err := c.GetInformer(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+		if err != nil {
+			return fmt.Errorf("webhook: ValidatingWebhookConfiguration informer: %w", err)
+		}
+		vwcs, err := storeOf(vwcInf, "ValidatingWebhookConfiguration")
+		if err != nil {
+			return err
+		}
+		recheck := func() { d.volcanoJobWebhook.Store(hasVolcanoJobWebhook(vwcs.(toolscache.Store))) }
+		if _, err := vwcInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { recheck() },
+			UpdateFunc: func(any, any) { recheck() },
+			DeleteFunc: func(any) { recheck() },
+		}); err != nil {
+			return fmt.Errorf("webhook: ValidatingWebhookConfiguration event handler: %w", err)
 		}
 	}
 	if hasKind(opts.Kinds, KindPodGroup) {
