@@ -244,16 +244,16 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
 	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), p.Name, probe)
 
-	withQueue := func(name, q string, extra string) string {
-		m := strings.Replace(volcanoJobManifest(ns, name), "spec:\n  minAvailable: 9\n", "spec:\n  minAvailable: 9\n  queue: "+q+"\n"+extra, 1)
+	withQueue := func(name, q string) string { // the manifest's text
+		m := strings.Replace(volcanoJobManifest(ns, name), "spec:\n  minAvailable: 9\n", "spec:\n  minAvailable: 9\n  queue: "+q+"\n", 1)
 		require.Contains(t, m, "queue: "+q)
-		return writeManifest(t, m)
+		return m
 	}
 	both := map[string]string{
 		// Volcano: no such Queue; hyperbatch: not allowed.
-		"missing queue": withQueue("missing", "missing-"+ns, ""),
+		"missing queue": writeManifest(t, withQueue("missing", "missing-"+ns)),
 		// Volcano: minAvailable above the tasks' replicas; hyperbatch: not allowed.
-		"min above replicas": strings.Replace(withQueue("toobig", other, ""), "minAvailable: 9", "minAvailable: 12", 1),
+		"min above replicas": writeManifest(t, strings.Replace(withQueue("toobig", other), "minAvailable: 9", "minAvailable: 12", 1)),
 	}
 	for name, file := range both {
 		t.Run(name, func(t *testing.T) {
@@ -266,7 +266,7 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 			}
 		})
 	}
-	out, err := kubectl(t, "create", "-f", withQueue("onlyours", other, ""))
+	out, err := kubectl(t, "create", "-f", writeManifest(t, withQueue("onlyours", other)))
 	require.Error(t, err, out)
 	assert.Contains(t, out, `admission webhook "volcanojob.validate.hyperbatch.dev" denied the request`)
 	assert.Contains(t, out, fmt.Sprintf(`queue %q is not allowed`, other))
