@@ -69,6 +69,9 @@ type handlerBase[T client.Object] struct {
 	gvk    schema.GroupVersionKind
 	carry  defaults.CarryOver
 	newObj func() T
+	// empty is an empty object of the kind, shared and never written: the "old object" of a CREATE
+	// when the mutator asks the validator about it.
+	empty T
 }
 
 // applyFn is m.apply, or the kind table's engine function.
@@ -85,7 +88,7 @@ func base[O any, T interface {
 	client.Object
 }](d *deps, kind Kind) handlerBase[T] {
 	spec := specOf(kind)
-	return handlerBase[T]{deps: d, kind: kind, gvk: spec.GVK, carry: spec.CarryOver, newObj: func() T { return T(new(O)) }}
+	return handlerBase[T]{deps: d, kind: kind, gvk: spec.GVK, carry: spec.CarryOver, newObj: func() T { return T(new(O)) }, empty: T(new(O))}
 }
 
 // Handle implements admission.Handler.

@@ -55,7 +55,7 @@ func (v *validator[T]) refuses(ctx context.Context, obj T, ns defaults.Namespace
 		}
 	}
 	c := &checker{ns: ns, pols: pols}
-	if err := v.check(ctx, c, obj, v.newObj(), false); err != nil {
+	if err := v.check(ctx, c, obj, v.empty, false); err != nil {
 		return false, err
 	}
 	return len(c.errs) > 0, nil
