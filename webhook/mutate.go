@@ -168,10 +168,10 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		// as if the object had been created.
 		refused, err := m.refused(ctx, out, ns, pols)
 		if err != nil {
-			m.log(ctx, req).Error(err, "judging the defaulted object failed")
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+			// Only the warning depends on it: the request is not failed for it.
+			m.log(ctx, req).Error(err, "judging the defaulted object failed; the warning is given")
 		}
-		if refused {
+		if err == nil && refused {
 			// The patch is still given: the prediction is made before later webhooks mutate.
 			m.debug(ctx, req, 1, "no warning: the request is refused", "policy", res.Policy)
 			skipped, quiet = nil, true
