@@ -268,7 +268,7 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 	}
 	out, err := kubectl(t, "create", "-f", writeManifest(t, withQueue("onlyours", other)))
 	require.Error(t, err, out)
-	assert.Contains(t, out, `admission webhook "volcanojob.validate.hyperbatch.dev" denied the request`)
-	assert.Contains(t, out, fmt.Sprintf(`queue %q is not allowed`, other))
+	assert.Contains(t, out, fmt.Sprintf(`spec.queue: Forbidden: queue %q is not allowed`, other), "hyperbatch's refusal")
+	assert.NotContains(t, out, "validatejob.volcano.sh")
 	assert.NotContains(t, out, "hyperbatch: defaulted", "a defaulted warning on a request hyperbatch refuses")
 }
