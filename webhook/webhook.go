@@ -254,8 +254,11 @@ var kindHandlers = map[Kind]func(d *deps) (mutate, validate admission.Handler){
 	KindPropagationPolicy: func(d *deps) (admission.Handler, admission.Handler) {
 		return d.propagationPolicyMutator(), d.propagationPolicyValidator()
 	},
-	KindWorkloadPolicy: func(d *deps) (admission.Handler, admission.Handler) { return nil, d.workloadPolicyValidator() },
+	KindWorkloadPolicy: func(d *deps) (admission.Handler, admission.Handler) { return noMutator(), d.workloadPolicyValidator() },
 }
+
+// noMutator is the mutating handler of a kind without defaults: none.
+func noMutator() admission.Handler { return nil }
 
 // handlers returns every handler of kinds by path.
 func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {

@@ -58,9 +58,9 @@ const (
 type CarryOver string
 
 const (
-	// CarryOverNone: the kind has no defaults, so an UPDATE is never patched.
+	// CarryOverNone is for a kind without defaults: an UPDATE is never patched.
 	CarryOverNone CarryOver = "None"
-	// CarryOverDropped: an UPDATE introduces nothing; it only gets back the defaults the request
+	// CarryOverDropped means an UPDATE introduces nothing; it only gets back the defaults the request
 	// dropped (a field the engine would fill in the new object that the old object had set keeps its
 	// old value), and the defaulted-by annotation when the request blanked it. A changed policy
 	// never rewrites a running workload.
