@@ -48,7 +48,7 @@ func TestPaddedQueuesRefused(t *testing.T) {
 				return &corev1.Pod{ObjectMeta: meta(ns, ann)}
 			}, "metadata.annotations[scheduling.volcano.sh/queue-name]"},
 			{KindVolcanoJob, func(q string) client.Object {
-				return &batchv1alpha1.Job{ObjectMeta: meta(ns, nil), Spec: batchv1alpha1.JobSpec{Queue: q}}
+				return &batchv1alpha1.Job{ObjectMeta: meta(ns, nil), Spec: batchv1alpha1.JobSpec{Queue: q, Tasks: oneTask()}}
 			}, "spec.queue"},
 			{KindPodGroup, func(q string) client.Object {
 				return &schedulingv1beta1.PodGroup{ObjectMeta: meta(ns, nil), Spec: schedulingv1beta1.PodGroupSpec{Queue: q}}
@@ -59,10 +59,10 @@ func TestPaddedQueuesRefused(t *testing.T) {
 			}, "metadata.annotations[scheduling.volcano.sh/queue-name]"},
 			{KindHyperJob, func(q string) client.Object {
 				return &trainingv1alpha1.HyperJob{ObjectMeta: meta(ns, nil), Spec: trainingv1alpha1.HyperJobSpec{
-					ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", Replicas: 1, TemplateSpec: batchv1alpha1.JobSpec{Queue: q}}}}}
+					ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "r", Replicas: 1, TemplateSpec: batchv1alpha1.JobSpec{Queue: q, Tasks: oneTask()}}}}}
 			}, "spec.replicatedJobs[0].templateSpec.queue"},
 		} {
-			v := d.handlers([]Kind{tc.kind})[kindSpecs[tc.kind].validatePath]
+			v := d.handlers([]Kind{tc.kind})[specOf(tc.kind).ValidatePath]
 			for _, padded := range []string{" team-a ", "team-a\t", "namespace/ team-a"} {
 				resp := v.Handle(context.Background(), request(t, tc.kind, admissionv1.Create, tc.obj(padded), nil))
 				wantDenied(t, resp, http.StatusUnprocessableEntity, tc.field+": Invalid value: ",
@@ -115,7 +115,7 @@ func TestExcludedNamespacesAreNotJudged(t *testing.T) {
 	infra := namespace("infra", map[string]string{"team": "a"}, nil) // governed by team-a
 	objs := []client.Object{teamA(), infra}
 	d := newDeps(testDeps(t, objs...).reader, Options{NamespaceWait: 100e6, ExcludedNamespaces: []string{"kube-system", "infra"}})
-	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "infra"}, Spec: batchv1alpha1.JobSpec{Queue: "gpu"}}
+	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "infra"}, Spec: batchv1alpha1.JobSpec{Queue: "gpu", Tasks: oneTask()}}
 	resp := d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job, nil))
 	assert.True(t, resp.Allowed, "a disallowed queue in an excluded namespace was refused: %v", resp.Result)
 	resp = d.volcanoJobMutator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job, nil))

@@ -35,6 +35,13 @@ type deps struct {
 	// handlers only read these objects, so they skip the deep copy a cached Get makes. nil (unit
 	// tests with a fake client): read through reader.
 	namespaces, priorityClasses store
+	// queues are Volcano's Queues (Setup wires them with the Volcano Job handlers, for
+	// volcanoQueueRefusal); nil: Queues are not judged.
+	queues store
+	// volcanoJobWebhook: Volcano's job validation (validatejob.volcano.sh) is registered with this
+	// cluster's apiserver, so a Job it refuses is left to it (volcanoRefusal). Setup keeps it current
+	// from the ValidatingWebhookConfiguration informer; false until then.
+	volcanoJobWebhook atomic.Bool
 }
 
 // store is the read side of an informer's store. Objects it returns are shared with the informer

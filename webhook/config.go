@@ -222,24 +222,24 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 		if !hasKind(o.Kinds, k) {
 			continue
 		}
-		spec, pol := kindSpecs[k], policyOf(k)
+		spec, pol := specOf(k), policyOf(k)
 		rules := func(ops []admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
 			scope := admissionregistrationv1.NamespacedScope
-			if spec.cluster {
+			if spec.ClusterScoped {
 				scope = admissionregistrationv1.ClusterScope
 			}
 			return []admissionregistrationv1.RuleWithOperations{{
 				Operations: ops,
-				Rule: admissionregistrationv1.Rule{APIGroups: []string{spec.gvk.Group}, APIVersions: []string{spec.gvk.Version},
-					Resources: []string{spec.resource}, Scope: &scope},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{spec.GVK.Group}, APIVersions: []string{spec.GVK.Version},
+					Resources: []string{spec.Resource}, Scope: &scope},
 			}}
 		}
 		fp, timeout := pol.failurePolicy, pol.timeout
-		if spec.mutatePath != "" {
+		if spec.MutatePath != "" {
 			for _, part := range byOperation(pol.mutateOps) {
 				mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{
 					Name:                    part.name(k, true),
-					ClientConfig:            o.clientConfig(spec.mutatePath),
+					ClientConfig:            o.clientConfig(spec.MutatePath),
 					Rules:                   rules(part.ops),
 					FailurePolicy:           &fp,
 					MatchPolicy:             &matchPolicy,
@@ -258,14 +258,14 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 				}
 			}
 		}
-		if spec.validatePath == "" {
+		if spec.ValidatePath == "" {
 			continue
 		}
 		vfp, vtimeout := pol.failurePolicy, pol.timeout
 		for _, part := range byOperation(pol.validateOps) {
 			vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{
 				Name:                    part.name(k, false),
-				ClientConfig:            o.clientConfig(spec.validatePath),
+				ClientConfig:            o.clientConfig(spec.ValidatePath),
 				Rules:                   rules(part.ops),
 				FailurePolicy:           &vfp,
 				MatchPolicy:             &matchPolicy,
@@ -355,7 +355,7 @@ func (o ConfigOptions) selfDeclaredGangJobSetEntry(part entryPart, rules []admis
 	}
 	return admissionregistrationv1.MutatingWebhook{
 		Name:              name,
-		ClientConfig:      o.clientConfig(kindSpecs[KindJobSet].mutatePath),
+		ClientConfig:      o.clientConfig(specOf(KindJobSet).MutatePath),
 		Rules:             rules,
 		FailurePolicy:     &fp,
 		MatchPolicy:       &matchPolicy,
@@ -395,7 +395,7 @@ func (o ConfigOptions) clientConfig(path string) admissionregistrationv1.Webhook
 // namespaceSelector keeps kube-system, hyperbatch's namespace and the configured exclusions out of
 // every webhook, and adds the Pod opt-in selector (Pods) or the workload selector (other kinds).
 func (o ConfigOptions) namespaceSelector(k Kind) *metav1.LabelSelector {
-	if kindSpecs[k].cluster {
+	if specOf(k).ClusterScoped {
 		return nil // cluster-scoped objects are never skipped by a namespaceSelector
 	}
 	sel := o.excludedSelector()

@@ -34,7 +34,10 @@ func checkTopLevelCopy[T client.Object](t *testing.T, d *deps, h any, obj T) {
 		{Name: "other"},
 	} {
 		out := m.copyObj(obj)
-		res := m.apply(out, ns, pols)
+		res, err := m.apply(context.Background(), out, ns, pols)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if m.finish != nil && res.Changed() {
 			if _, _, err := m.finish(context.Background(), out, ns, res); err != nil {
 				t.Fatal(err)

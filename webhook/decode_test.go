@@ -17,7 +17,7 @@ import (
 // Objects whose apiVersion or kind is malformed or names another kind are refused, as
 // controller-runtime's decoder refuses them.
 func TestDecodeObjectTypeMeta(t *testing.T) {
-	gvk := kindSpecs[KindPod].gvk
+	gvk := specOf(KindPod).GVK
 	for raw, ok := range map[string]bool{
 		`{"apiVersion":"v1","kind":"Pod"}`:    true,
 		`{}`:                                  true, // both taken from the handler
@@ -61,7 +61,7 @@ func FuzzDecodeObject(f *testing.F) {
 		}[k]
 		want, got := newObj(), newObj()
 		wantErr := dec.DecodeRaw(runtime.RawExtension{Raw: raw}, want)
-		err := decodeObject(raw, got, kindSpecs[k].gvk)
+		err := decodeObject(raw, got, specOf(k).GVK)
 		if (err == nil) != (wantErr == nil) {
 			t.Fatalf("%s: decodeObject error %v, controller-runtime's %v", raw, err, wantErr)
 		}

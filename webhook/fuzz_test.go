@@ -25,7 +25,7 @@ func FuzzHandlers(f *testing.F) {
 	all := d.handlers(AllKinds())
 	f.Fuzz(func(t *testing.T, kindIdx uint8, update bool, obj, old []byte) {
 		k := AllKinds()[int(kindIdx)%len(AllKinds())]
-		gvk := kindSpecs[k].gvk
+		gvk := specOf(k).GVK
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			UID: "u", Kind: metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
 			Operation: admissionv1.Create, Namespace: "a",
@@ -34,7 +34,7 @@ func FuzzHandlers(f *testing.F) {
 		if update {
 			req.Operation, req.OldObject.Raw = admissionv1.Update, old
 		}
-		for _, path := range []string{kindSpecs[k].mutatePath, kindSpecs[k].validatePath} {
+		for _, path := range []string{specOf(k).MutatePath, specOf(k).ValidatePath} {
 			h, ok := all[path]
 			if !ok {
 				continue
@@ -85,5 +85,9 @@ func (m *mutator[T]) refill(d *deps, raw []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.apply(obj, ns, pols).Paths(), nil
+	res, err := m.apply(context.Background(), obj, ns, pols)
+	if err != nil {
+		return nil, err
+	}
+	return res.Paths(), nil
 }

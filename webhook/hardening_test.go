@@ -141,7 +141,7 @@ func TestPodUpdateCannotDropTheGroupToSkipTheQueueCheck(t *testing.T) {
 func TestInvalidPolicyFailsClosedAtAdmission(t *testing.T) {
 	broken := builders.MakePolicy("broken").InvalidSelector().AllowedQueues("gpu").Obj()
 	d := testDeps(t, broken, namespace("free", nil, nil))
-	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "free"}, Spec: batchv1alpha1.JobSpec{Queue: "cpu"}}
+	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "free"}, Spec: batchv1alpha1.JobSpec{Queue: "cpu", Tasks: oneTask()}}
 	wantDenied(t, d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job, nil)),
 		http.StatusUnprocessableEntity, `queue "cpu" is not allowed in namespace "free": WorkloadPolicy "broken" allows only "gpu" (its namespaceSelector is invalid`)
 	job.Spec.Queue = "gpu"

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -46,7 +47,7 @@ func testDeps(t testing.TB, objs ...client.Object) *deps {
 // request builds an AdmissionRequest for obj (and old on UPDATE) as the apiserver sends it.
 func request(t testing.TB, kind Kind, op admissionv1.Operation, obj, old client.Object) admission.Request {
 	t.Helper()
-	gvk := kindSpecs[kind].gvk
+	gvk := specOf(kind).GVK
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID:       "uid",
 		Kind:      metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
@@ -63,7 +64,7 @@ func request(t testing.TB, kind Kind, op admissionv1.Operation, obj, old client.
 
 func rawOf(t testing.TB, kind Kind, obj client.Object) []byte {
 	t.Helper()
-	gvk := kindSpecs[kind].gvk
+	gvk := specOf(kind).GVK
 	obj = obj.DeepCopyObject().(client.Object)
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	raw, err := json.Marshal(obj)
@@ -188,4 +189,10 @@ func decodeJSONObject(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	return m, dec.Decode(&m)
+}
+
+// oneTask is the smallest task list Volcano's own job webhook admits (it refuses a Job without
+// tasks, and hyperbatch's validator then leaves the Job to it: volcanoRefusal).
+func oneTask() []batchv1alpha1.TaskSpec {
+	return []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1}}
 }

@@ -7,7 +7,6 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -19,10 +18,11 @@ import (
 // the ttl-seconds-after-finished and active-deadline-seconds annotations. Defaulted on CREATE and
 // carried over on UPDATE; a replicatedJob added by an UPDATE is not defaulted (it would change a
 // running HyperJob), so it needs an allowed queue of its own.
-func (d *deps) hyperJobMutator() admission.Handler {
+func (d *deps) hyperJobMutator() *mutator[*trainingv1alpha1.HyperJob] {
 	return &mutator[*trainingv1alpha1.HyperJob]{
 		handlerBase: base[trainingv1alpha1.HyperJob](d, KindHyperJob),
-		apply:       defaults.HyperJob,
+		apply:       engineOf[*trainingv1alpha1.HyperJob](KindHyperJob),
+		refused:     d.hyperJobValidator().refuses,
 	}
 }
 
@@ -30,7 +30,7 @@ func (d *deps) hyperJobMutator() admission.Handler {
 // annotations; and their shape: replicatedJob names are unique DNS-1035 labels, replicas >= 1, and
 // the generated child names {hyperjob}-{replicatedjob}-{index} fit in 63 characters. On UPDATE the
 // shape of replicatedJobs that did not change is not judged again.
-func (d *deps) hyperJobValidator() admission.Handler {
+func (d *deps) hyperJobValidator() *validator[*trainingv1alpha1.HyperJob] {
 	return &validator[*trainingv1alpha1.HyperJob]{
 		handlerBase: base[trainingv1alpha1.HyperJob](d, KindHyperJob),
 		check: func(_ context.Context, c *checker, hj, old *trainingv1alpha1.HyperJob, update bool) error {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -16,17 +15,18 @@ import (
 // annotation are defaulted on CREATE and carried over on UPDATE. JobSet's own webhook forbids changes
 // to replicatedJobs after creation; carrying the old values over (rather than today's policy values)
 // is what keeps a re-applied manifest valid after a policy changed.
-func (d *deps) jobSetMutator() admission.Handler {
+func (d *deps) jobSetMutator() *mutator[*jobsetv1alpha2.JobSet] {
 	return &mutator[*jobsetv1alpha2.JobSet]{
 		handlerBase: base[jobsetv1alpha2.JobSet](d, KindJobSet),
-		apply:       defaults.JobSet,
+		apply:       engineOf[*jobsetv1alpha2.JobSet](KindJobSet),
+		refused:     d.jobSetValidator().refuses,
 	}
 }
 
 // JobSets are checked for: the JobSet's queue (its scheduling.volcano.sh/queue-name annotation,
 // Volcano's "default" when absent) and every pod template's queue annotation in the policy's
 // allowedQueues; spec.ttlSecondsAfterFinished >= 0 and immutable once set; the lifecycle annotations.
-func (d *deps) jobSetValidator() admission.Handler {
+func (d *deps) jobSetValidator() *validator[*jobsetv1alpha2.JobSet] {
 	return &validator[*jobsetv1alpha2.JobSet]{
 		handlerBase: base[jobsetv1alpha2.JobSet](d, KindJobSet),
 		check: func(_ context.Context, c *checker, js, old *jobsetv1alpha2.JobSet, update bool) error {

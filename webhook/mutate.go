@@ -27,13 +27,26 @@ type finishFunc[T client.Object] func(ctx context.Context, obj T, ns defaults.Na
 // warning that lists what was filled.
 type mutator[T client.Object] struct {
 	handlerBase[T]
-	apply  func(T, defaults.Namespace, *defaults.Policies) defaults.Result
+	// apply fills the object from the engine; nil: the kind table's engine function (engineOf).
+	// One that reads the cluster (a PodGroup's Volcano Job) takes ctx and may fail.
+	apply  func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error)
 	finish finishFunc[T]
+	// refused is the kind's validator's judgement of the defaulted object (validator.refuses): a CREATE
+	// that is then refused, by hyperbatch's validator or by a webhook it defers to, gets no warning.
+	refused func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (bool, error)
 	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
 	// deep copy. A kind whose engine and finish only set fields of the object's own structs and
 	// its annotations can use ownTopLevel, which shares everything else with the request's object
 	// (FuzzTopLevelCopies checks that the request's object is left as it was).
 	copyObj func(T) T
+}
+
+// engineOf is the kind table's engine function of kind k, typed for the kind's objects.
+func engineOf[T client.Object](k Kind) func(context.Context, T, defaults.Namespace, *defaults.Policies) (defaults.Result, error) {
+	def := specOf(k).Default
+	return func(_ context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error) {
+		return def(obj, ns, pols), nil
+	}
 }
 
 // ownTopLevel copies the object's struct and its annotations; every other map, slice and pointer
@@ -54,7 +67,19 @@ type handlerBase[T client.Object] struct {
 	*deps
 	kind   Kind
 	gvk    schema.GroupVersionKind
+	carry  defaults.CarryOver
 	newObj func() T
+	// empty is an empty object of the kind, shared and never written: the "old object" of a CREATE
+	// when the mutator asks the validator about it.
+	empty T
+}
+
+// applyFn is m.apply, or the kind table's engine function.
+func (m *mutator[T]) applyFn() func(context.Context, T, defaults.Namespace, *defaults.Policies) (defaults.Result, error) {
+	if m.apply != nil {
+		return m.apply
+	}
+	return engineOf[T](m.kind)
 }
 
 // base is the handlerBase of kind, whose objects are O.
@@ -62,7 +87,8 @@ func base[O any, T interface {
 	*O
 	client.Object
 }](d *deps, kind Kind) handlerBase[T] {
-	return handlerBase[T]{deps: d, kind: kind, gvk: kindSpecs[kind].gvk, newObj: func() T { return T(new(O)) }}
+	spec := specOf(kind)
+	return handlerBase[T]{deps: d, kind: kind, gvk: spec.GVK, carry: spec.CarryOver, newObj: func() T { return T(new(O)) }, empty: T(new(O))}
 }
 
 // Handle implements admission.Handler.
@@ -130,8 +156,27 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 	} else {
 		out = obj.DeepCopyObject().(T)
 	}
-	res := m.apply(out, ns, pols)
+	res, err := m.applyFn()(ctx, out, ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
 	skipped := skippedWarnings(res.Skips)
+	quiet := false
+	if (res.Changed() || len(skipped) > 0) && m.refused != nil {
+		// Warnings are shown with the refusal of a refused request, where "defaulted ..." would read
+		// as if the object had been created.
+		refused, err := m.refused(ctx, out, ns, pols)
+		if err != nil {
+			// Only the warning depends on it: the request is not failed for it.
+			m.log(ctx, req).Error(err, "judging the defaulted object failed; the warning is given")
+		}
+		if err == nil && refused {
+			// The patch is still given: the prediction is made before later webhooks mutate.
+			m.debug(ctx, req, 1, "no warning: the request is refused", "policy", res.Policy)
+			skipped, quiet = nil, true
+		}
+	}
 	if !res.Changed() {
 		m.debug(ctx, req, 2, "nothing to default", "policy", res.Policy, "skipped", len(skipped))
 		return admission.Allowed("").WithWarnings(skipped...), resultAllowed
@@ -155,8 +200,11 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: building the patch: %w", err)), resultError
 	}
 	resp := patchResponse(patch)
-	warning := defaultedWarning(res.Fills, patched, note)
 	m.debug(ctx, req, 1, "defaulted", "policy", res.Policy, "fields", res.Paths(), "defaultedBy", res.DefaultedBy)
+	if quiet {
+		return resp, resultPatched
+	}
+	warning := defaultedWarning(res.Fills, patched, note)
 	return resp.WithWarnings(append([]string{warning}, skipped...)...), resultPatched
 }
 
@@ -167,9 +215,23 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 // UPDATE, so a changed policy never rewrites a running workload, and upstream immutability rules
 // (Volcano Job spec, JobSet replicatedJobs) never see a change the user did not make.
 func (m *mutator[T]) update(ctx context.Context, req admission.Request, obj, old T, ns defaults.Namespace, pols *defaults.Policies) (admission.Response, string) {
-	nowUnset := m.apply(obj.DeepCopyObject().(T), ns, pols).Fills
+	if m.carry == defaults.CarryOverNone {
+		return admission.Allowed(""), resultAllowed
+	}
+	apply := m.applyFn()
+	now, err := apply(ctx, obj.DeepCopyObject().(T), ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	was, err := apply(ctx, old.DeepCopyObject().(T), ns, pols)
+	if err != nil {
+		m.log(ctx, req).Error(err, "defaulting failed")
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	nowUnset := now.Fills
 	wasUnset := map[string]bool{}
-	for _, f := range m.apply(old.DeepCopyObject().(T), ns, pols).Fills {
+	for _, f := range was.Fills {
 		wasUnset[f.Path] = true
 	}
 	paths := make([]string, len(nowUnset))

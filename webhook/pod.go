@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
@@ -22,12 +21,13 @@ import (
 // that ownership to its server-side manager, whose apply then drops the field, and the apiserver
 // defaults it to "default-scheduler" again, which Pod validation would refuse as a change of an
 // immutable field. The carry-over restores the value the Pod has.
-func (d *deps) podMutator() admission.Handler {
+func (d *deps) podMutator() *mutator[*corev1.Pod] {
 	return &mutator[*corev1.Pod]{
 		handlerBase: base[corev1.Pod](d, KindPod),
-		apply:       defaults.Pod,
+		apply:       engineOf[*corev1.Pod](KindPod),
 		copyObj:     ownTopLevel[corev1.Pod],
 		finish:      d.podPriority,
+		refused:     d.podValidator().refuses,
 	}
 }
 
@@ -64,7 +64,7 @@ func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Nam
 // Pods are checked for allowed queues only when they name one themselves and belong to no
 // PodGroup: a PodGroup member is scheduled in its PodGroup's queue, which is checked on the
 // PodGroup. A Pod without a queue annotation is not using a Volcano queue of its own choosing.
-func (d *deps) podValidator() admission.Handler {
+func (d *deps) podValidator() *validator[*corev1.Pod] {
 	return &validator[*corev1.Pod]{
 		handlerBase: base[corev1.Pod](d, KindPod),
 		check: func(_ context.Context, c *checker, pod, old *corev1.Pod, update bool) error {

@@ -6,7 +6,6 @@ import (
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
@@ -17,10 +16,11 @@ import (
 //
 // A PropagationPolicy lives in the Karmada control plane. Where that is a separate karmada-apiserver,
 // the configurations for this kind must be registered there too (see docs/webhooks.md).
-func (d *deps) propagationPolicyMutator() admission.Handler {
+func (d *deps) propagationPolicyMutator() *mutator[*policyv1alpha1.PropagationPolicy] {
 	return &mutator[*policyv1alpha1.PropagationPolicy]{
 		handlerBase: base[policyv1alpha1.PropagationPolicy](d, KindPropagationPolicy),
-		apply:       defaults.PropagationPolicy,
+		apply:       engineOf[*policyv1alpha1.PropagationPolicy](KindPropagationPolicy),
+		refused:     d.propagationPolicyValidator().refuses,
 	}
 }
 
@@ -29,7 +29,7 @@ func (d *deps) propagationPolicyMutator() admission.Handler {
 // clusters, all of them allowed. A label or field selector only narrows what clusterNames select
 // (Karmada ANDs them), so it cannot widen the set. On UPDATE, unchanged cluster lists are not
 // judged again, so tightening a policy never blocks updates of policies admitted before.
-func (d *deps) propagationPolicyValidator() admission.Handler {
+func (d *deps) propagationPolicyValidator() *validator[*policyv1alpha1.PropagationPolicy] {
 	return &validator[*policyv1alpha1.PropagationPolicy]{
 		handlerBase: base[policyv1alpha1.PropagationPolicy](d, KindPropagationPolicy),
 		check: func(_ context.Context, c *checker, pp, old *policyv1alpha1.PropagationPolicy, update bool) error {

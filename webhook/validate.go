@@ -38,6 +38,27 @@ type checker struct {
 type validator[T client.Object] struct {
 	handlerBase[T]
 	check checkFunc[T]
+	// refusedFirst, when set, says why another webhook refuses to create obj ("" when it does not
+	// know that it does): such a CREATE is admitted here unchecked, so that webhook's refusal is the
+	// one the user sees, whatever order the apiserver's parallel validating calls finish in
+	// (docs/webhooks.md, "When Volcano and hyperbatch both refuse").
+	refusedFirst func(ctx context.Context, obj T) (string, error)
+}
+
+// refuses reports whether this validator, or the webhook refusedFirst defers to, refuses to create
+// obj (a CREATE; the mutator asks it about the object it defaulted).
+func (v *validator[T]) refuses(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (bool, error) {
+	if v.refusedFirst != nil {
+		why, err := v.refusedFirst(ctx, obj)
+		if err != nil || why != "" {
+			return why != "", err
+		}
+	}
+	c := &checker{ns: ns, pols: pols}
+	if err := v.check(ctx, c, obj, v.empty, false); err != nil {
+		return false, err
+	}
+	return len(c.errs) > 0, nil
 }
 
 // Handle implements admission.Handler.
@@ -80,6 +101,17 @@ func (v *validator[T]) handle(ctx context.Context, req admission.Request) (admis
 	if err != nil {
 		log().Error(err, "policy lookup failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	if !update && v.refusedFirst != nil {
+		why, err := v.refusedFirst(ctx, obj)
+		if err != nil {
+			log().Error(err, "validation failed")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+		}
+		if why != "" {
+			log().V(1).Info("left to the webhook that refuses it first", "reason", why)
+			return admission.Allowed(""), resultAllowed
+		}
 	}
 	c := &checker{ns: ns, pols: pols}
 	if err := v.check(ctx, c, obj, old, update); err != nil {

@@ -4,26 +4,28 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 )
 
 // Volcano Jobs (batch.volcano.sh/v1alpha1): spec.queue, priorityClassName, schedulerName,
 // networkTopology, ttlSecondsAfterFinished and the active-deadline annotation are defaulted on
 // CREATE and carried over on UPDATE.
-func (d *deps) volcanoJobMutator() admission.Handler {
+func (d *deps) volcanoJobMutator() *mutator[*batchv1alpha1.Job] {
 	return &mutator[*batchv1alpha1.Job]{
 		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
-		apply:       volcanoJobDefaults,
+		apply:       engineOf[*batchv1alpha1.Job](KindVolcanoJob),
 		copyObj:     ownTopLevel[batchv1alpha1.Job],
+		refused:     d.volcanoJobValidator().refuses,
 	}
 }
 
-// Volcano Jobs are checked for: spec.queue in the policy's allowedQueues; spec.ttlSecondsAfterFinished
+// A Job that Volcano's own webhook refuses to create (volcanoRefusal) is left to it. Other Volcano
+// Jobs are checked for: spec.queue in the policy's allowedQueues; spec.ttlSecondsAfterFinished
 // >= 0 and immutable once set; the lifecycle annotations.
-func (d *deps) volcanoJobValidator() admission.Handler {
+func (d *deps) volcanoJobValidator() *validator[*batchv1alpha1.Job] {
 	return &validator[*batchv1alpha1.Job]{
-		handlerBase: base[batchv1alpha1.Job](d, KindVolcanoJob),
+		handlerBase:  base[batchv1alpha1.Job](d, KindVolcanoJob),
+		refusedFirst: d.volcanoRefusal,
 		check: func(_ context.Context, c *checker, job, old *batchv1alpha1.Job, update bool) error {
 			spec := field.NewPath("spec")
 			c.queue(spec.Child("queue"), job.Spec.Queue, update, old.Spec.Queue, true)

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -19,22 +18,6 @@ const (
 	warningPrefix   = "hyperbatch: "
 )
 
-// describeSource turns a fill's source into words.
-func describeSource(f defaults.Fill) string {
-	source := f.Source
-	switch {
-	case source.Kind == defaults.SourceNamespace:
-		return fmt.Sprintf("namespace %s (annotation %s)", source.Name, defaults.QueueNameAnnotation)
-	case source.Kind == defaults.SourceJobSet && f.Field == defaults.FieldGroupName:
-		return fmt.Sprintf("JobSet %s (its name: the JobSet's PodGroup)", source.Name)
-	case source.Kind == defaults.SourceJobSet:
-		return fmt.Sprintf("JobSet %s (its %s annotation)", source.Name, defaults.QueueNameAnnotation)
-	case source.Name == "":
-		return "hyperbatch"
-	}
-	return "WorkloadPolicy " + source.Name
-}
-
 // defaultedWarning is e.g. "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal
 // from WorkloadPolicy team-a". Fields are grouped by source in the order they were filled.
 func defaultedWarning(fills []defaults.Fill, obj jsonpatch.Doc, note string) string {
@@ -44,7 +27,7 @@ func defaultedWarning(fills []defaults.Fill, obj jsonpatch.Doc, note string) str
 	}
 	var groups []group
 	for _, f := range fills {
-		src := describeSource(f)
+		src := f.Describe()
 		i := slices.IndexFunc(groups, func(g group) bool { return g.source == src })
 		if i < 0 {
 			groups = append(groups, group{source: src})

@@ -7,58 +7,59 @@ import (
 	"net/http"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
-// Kind names one kind of object the webhooks admit.
-type Kind string
+// Kind names one kind of object the webhooks admit: a row of the defaults engine's kind table
+// (defaults.Kinds), which holds its GVK, paths, engine function and UPDATE rule.
+type Kind = defaults.Kind
 
 // The kinds hyperbatch admits.
 const (
-	KindPod               Kind = "Pod"
-	KindVolcanoJob        Kind = "VolcanoJob"
-	KindPodGroup          Kind = "PodGroup"
-	KindJobSet            Kind = "JobSet"
-	KindHyperJob          Kind = "HyperJob"
-	KindPropagationPolicy Kind = "PropagationPolicy"
-	KindWorkloadPolicy    Kind = "WorkloadPolicy"
+	KindPod               = defaults.KindPod
+	KindVolcanoJob        = defaults.KindVolcanoJob
+	KindPodGroup          = defaults.KindPodGroup
+	KindJobSet            = defaults.KindJobSet
+	KindHyperJob          = defaults.KindHyperJob
+	KindPropagationPolicy = defaults.KindPropagationPolicy
+	KindWorkloadPolicy    = defaults.KindWorkloadPolicy
 )
 
 // AllKinds are every kind, in the order the webhook configurations list them.
-func AllKinds() []Kind {
-	return []Kind{KindPod, KindVolcanoJob, KindPodGroup, KindJobSet, KindHyperJob, KindPropagationPolicy, KindWorkloadPolicy}
-}
+func AllKinds() []Kind { return defaults.KindNames() }
 
-// Stable paths of the webhook server's handlers. The webhook configurations refer to them, so they
-// never change.
+// Stable paths of the webhook server's handlers (the kind table's). The webhook configurations
+// refer to them, so they never change.
 const (
-	MutatePodPath               = "/mutate-pod"
-	MutateVolcanoJobPath        = "/mutate-volcano-job"
-	MutatePodGroupPath          = "/mutate-podgroup"
-	MutateJobSetPath            = "/mutate-jobset"
-	MutateHyperJobPath          = "/mutate-hyperjob"
-	MutatePropagationPolicyPath = "/mutate-propagationpolicy"
+	MutatePodPath               = defaults.MutatePodPath
+	MutateVolcanoJobPath        = defaults.MutateVolcanoJobPath
+	MutatePodGroupPath          = defaults.MutatePodGroupPath
+	MutateJobSetPath            = defaults.MutateJobSetPath
+	MutateHyperJobPath          = defaults.MutateHyperJobPath
+	MutatePropagationPolicyPath = defaults.MutatePropagationPolicyPath
 
-	ValidatePodPath        = "/validate-pod"
-	ValidateVolcanoJobPath = "/validate-volcano-job"
-	ValidatePodGroupPath   = "/validate-podgroup"
-	ValidateJobSetPath     = "/validate-jobset"
-	ValidateHyperJobPath   = "/validate-hyperjob"
+	ValidatePodPath        = defaults.ValidatePodPath
+	ValidateVolcanoJobPath = defaults.ValidateVolcanoJobPath
+	ValidatePodGroupPath   = defaults.ValidatePodGroupPath
+	ValidateJobSetPath     = defaults.ValidateJobSetPath
+	ValidateHyperJobPath   = defaults.ValidateHyperJobPath
 	// ValidatePropagationPolicyPath serves the allowedClusters check of PropagationPolicies.
-	ValidatePropagationPolicyPath = "/validate-propagationpolicy"
+	ValidatePropagationPolicyPath = defaults.ValidatePropagationPolicyPath
 
-	ValidateWorkloadPolicyPath = "/validate-workloadpolicy"
+	ValidateWorkloadPolicyPath = defaults.ValidateWorkloadPolicyPath
 )
 
 // Options tune Setup. The zero value serves every kind.
@@ -98,16 +99,20 @@ func (o Options) withDefaults() Options {
 
 // Setup registers the mutating and validating handlers of opts.Kinds on mgr's webhook server
 // (paths above) and the informers they read: Namespaces, WorkloadPolicies, for Pods
-// PriorityClasses, and for JobSets (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
+// PriorityClasses, for Volcano Jobs Queues, for PodGroups Volcano Jobs (a Job's PodGroup follows
+// its Job), and for JobSets
+// (whose pods the PodGroup gate admits) JobSets and PodGroups. Every read on the request path is served by mgr's cache; the compiled
 // WorkloadPolicies are rebuilt only after a WorkloadPolicy event. Call it once per manager, before
 // mgr.Start. The manager's scheme must know the admitted kinds (internal/scheme.New does).
 //
 // RBAC: get, list and watch on namespaces, priorityclasses.scheduling.k8s.io,
-// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io and podgroups.scheduling.volcano.sh.
+// workloadpolicies.hyperbatch.dev, jobsets.jobset.x-k8s.io, podgroups.scheduling.volcano.sh,
+// queues.scheduling.volcano.sh and jobs.batch.volcano.sh; list and watch on
+// validatingwebhookconfigurations.admissionregistration.k8s.io.
 func Setup(mgr manager.Manager, opts Options) error {
 	opts = opts.withDefaults()
 	for _, k := range opts.Kinds {
-		if _, ok := kindSpecs[k]; !ok {
+		if _, ok := kindHandlers[k]; !ok {
 			return fmt.Errorf("webhook: unknown kind %q (known: %v)", k, AllKinds())
 		}
 	}
@@ -125,6 +130,39 @@ func Setup(mgr manager.Manager, opts Options) error {
 	d := newDeps(c, opts)
 	d.live = mgr.GetAPIReader()
 	d.noPodGroupGate = opts.NoPodGroupGate
+	if hasKind(opts.Kinds, KindVolcanoJob) {
+		// volcanoQueueRefusal reads Volcano's Queues.
+		qInf, err := c.GetInformer(ctx, &schedulingv1beta1.Queue{})
+		if err != nil {
+			return fmt.Errorf("webhook: Queue informer: %w", err)
+		}
+		if d.queues, err = storeOf(qInf, "Queue"); err != nil {
+			return err
+		}
+		// Whether Volcano's job webhook is registered, for the same.
+		vwcInf, err := c.GetInformer(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+		if err != nil {
+			return fmt.Errorf("webhook: ValidatingWebhookConfiguration informer: %w", err)
+		}
+		vwcs, err := storeOf(vwcInf, "ValidatingWebhookConfiguration")
+		if err != nil {
+			return err
+		}
+		recheck := func() { d.volcanoJobWebhook.Store(hasVolcanoJobWebhook(vwcs.(toolscache.Store))) }
+		if _, err := vwcInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { recheck() },
+			UpdateFunc: func(any, any) { recheck() },
+			DeleteFunc: func(any) { recheck() },
+		}); err != nil {
+			return fmt.Errorf("webhook: ValidatingWebhookConfiguration event handler: %w", err)
+		}
+	}
+	if hasKind(opts.Kinds, KindPodGroup) {
+		// A Volcano Job's PodGroup follows its Job.
+		if _, err := c.GetInformer(ctx, &batchv1alpha1.Job{}); err != nil {
+			return fmt.Errorf("webhook: Volcano Job informer: %w", err)
+		}
+	}
 	if hasKind(opts.Kinds, KindJobSet) {
 		// The PodGroup gate reads JobSets and PodGroups.
 		for _, obj := range []client.Object{&jobsetv1alpha2.JobSet{}, &schedulingv1beta1.PodGroup{}} {
@@ -177,31 +215,15 @@ func ReadyCheck(mgr manager.Manager) healthz.Checker {
 	}
 }
 
-// kindSpec is what the handlers and the webhook configurations know about one kind.
-type kindSpec struct {
-	gvk          schema.GroupVersionKind
-	resource     string
-	mutatePath   string // "" when the kind has no mutating webhook
-	validatePath string // "" when the kind has no validating webhook
-	cluster      bool   // cluster-scoped
-}
-
-var kindSpecs = map[Kind]kindSpec{
-	KindPod: {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, resource: "pods",
-		mutatePath: MutatePodPath, validatePath: ValidatePodPath},
-	KindVolcanoJob: {gvk: schema.GroupVersionKind{Group: "batch.volcano.sh", Version: "v1alpha1", Kind: "Job"}, resource: "jobs",
-		mutatePath: MutateVolcanoJobPath, validatePath: ValidateVolcanoJobPath},
-	KindPodGroup: {gvk: schema.GroupVersionKind{Group: "scheduling.volcano.sh", Version: "v1beta1", Kind: "PodGroup"}, resource: "podgroups",
-		mutatePath: MutatePodGroupPath, validatePath: ValidatePodGroupPath},
-	KindJobSet: {gvk: schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"}, resource: "jobsets",
-		mutatePath: MutateJobSetPath, validatePath: ValidateJobSetPath},
-	KindHyperJob: {gvk: schema.GroupVersionKind{Group: "training.volcano.sh", Version: "v1alpha1", Kind: "HyperJob"}, resource: "hyperjobs",
-		mutatePath: MutateHyperJobPath, validatePath: ValidateHyperJobPath},
-	KindPropagationPolicy: {gvk: schema.GroupVersionKind{Group: "policy.karmada.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, resource: "propagationpolicies",
-		mutatePath: MutatePropagationPolicyPath, validatePath: ValidatePropagationPolicyPath},
-	kindJobSetPod: {gvk: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, resource: "pods", validatePath: ValidateJobSetPodPath},
-	KindWorkloadPolicy: {gvk: hbv1.GroupVersion.WithKind("WorkloadPolicy"), resource: "workloadpolicies",
-		validatePath: ValidateWorkloadPolicyPath, cluster: true},
+// specOf is kind k's row of the kind table. kindJobSetPod, which comes with KindJobSet, has the
+// Pod's GVK and its own validating path.
+func specOf(k Kind) defaults.KindSpec {
+	if k == kindJobSetPod {
+		pod, _ := defaults.LookupKind(KindPod)
+		return defaults.KindSpec{Kind: kindJobSetPod, GVK: pod.GVK, Resource: pod.Resource, ValidatePath: ValidateJobSetPodPath, New: pod.New}
+	}
+	spec, _ := defaults.LookupKind(k)
+	return spec
 }
 
 func hasKind(kinds []Kind, k Kind) bool {
@@ -213,34 +235,49 @@ func hasKind(kinds []Kind, k Kind) bool {
 	return false
 }
 
+// kindHandlers builds the mutating and validating handler of each kind of the table (nil where the
+// kind has none); the kind's row says on which paths they are served.
+var kindHandlers = map[Kind]func(d *deps) (mutate, validate admission.Handler){
+	KindPod: func(d *deps) (admission.Handler, admission.Handler) { return d.podMutator(), d.podValidator() },
+	KindVolcanoJob: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.volcanoJobMutator(), d.volcanoJobValidator()
+	},
+	KindPodGroup: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.podGroupMutator(), d.podGroupValidator()
+	},
+	KindJobSet: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.jobSetMutator(), d.jobSetValidator()
+	},
+	KindHyperJob: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.hyperJobMutator(), d.hyperJobValidator()
+	},
+	KindPropagationPolicy: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.propagationPolicyMutator(), d.propagationPolicyValidator()
+	},
+	KindWorkloadPolicy: func(d *deps) (admission.Handler, admission.Handler) { return noMutator(), d.workloadPolicyValidator() },
+}
+
+// noMutator is the mutating handler of a kind without defaults: none.
+func noMutator() admission.Handler { return nil }
+
 // handlers returns every handler of kinds by path.
 func (d *deps) handlers(kinds []Kind) map[string]admission.Handler {
 	out := map[string]admission.Handler{}
 	for _, k := range kinds {
-		spec := kindSpecs[k]
-		var m, v admission.Handler
-		switch k {
-		case KindPod:
-			m, v = d.podMutator(), d.podValidator()
-		case KindVolcanoJob:
-			m, v = d.volcanoJobMutator(), d.volcanoJobValidator()
-		case KindPodGroup:
-			m, v = d.podGroupMutator(), d.podGroupValidator()
-		case KindJobSet:
-			m, v = d.jobSetMutator(), d.jobSetValidator()
+		spec := specOf(k)
+		build, ok := kindHandlers[k]
+		if !ok {
+			continue
+		}
+		m, v := build(d)
+		if spec.MutatePath != "" && m != nil {
+			out[spec.MutatePath] = m
+		}
+		if spec.ValidatePath != "" && v != nil {
+			out[spec.ValidatePath] = v
+		}
+		if k == KindJobSet {
 			out[ValidateJobSetPodPath] = d.jobSetPodGate()
-		case KindHyperJob:
-			m, v = d.hyperJobMutator(), d.hyperJobValidator()
-		case KindPropagationPolicy:
-			m, v = d.propagationPolicyMutator(), d.propagationPolicyValidator()
-		case KindWorkloadPolicy:
-			v = d.workloadPolicyValidator()
-		}
-		if spec.mutatePath != "" && m != nil {
-			out[spec.mutatePath] = m
-		}
-		if spec.validatePath != "" && v != nil {
-			out[spec.validatePath] = v
 		}
 	}
 	return out

@@ -81,8 +81,8 @@ func TestMalformedRequests(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "a"}}
 	all := d.handlers(AllKinds())
 	for _, k := range AllKinds() {
-		gvk := kindSpecs[k].gvk
-		for _, path := range []string{kindSpecs[k].mutatePath, kindSpecs[k].validatePath} {
+		gvk := specOf(k).GVK
+		for _, path := range []string{specOf(k).MutatePath, specOf(k).ValidatePath} {
 			h, ok := all[path]
 			if !ok {
 				continue
@@ -182,7 +182,7 @@ func TestPatchKeepsUnknownFieldsAndCreatesParents(t *testing.T) {
 func TestValidateQueues(t *testing.T) {
 	d := testDeps(t, teamA(), nsA, namespace("free", nil, nil))
 	job := func(ns, q string) *batchv1alpha1.Job {
-		return &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns}, Spec: batchv1alpha1.JobSpec{Queue: q}}
+		return &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns}, Spec: batchv1alpha1.JobSpec{Queue: q, Tasks: oneTask()}}
 	}
 	v := d.volcanoJobValidator()
 	resp := v.Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job("a", "gpu"), nil))
@@ -406,7 +406,7 @@ func TestDryRunIsIdentical(t *testing.T) {
 }
 
 func TestInvalidIsAnInvalidStatus(t *testing.T) {
-	resp := invalid(kindSpecs[KindPodGroup].gvk, "pg", nil)
+	resp := invalid(specOf(KindPodGroup).GVK, "pg", nil)
 	err := &apierrors.StatusError{ErrStatus: *resp.Result}
 	if !apierrors.IsInvalid(err) {
 		t.Errorf("not Invalid: %v", err)
@@ -434,7 +434,7 @@ func TestPolicyCacheConcurrent(t *testing.T) {
 // defaulted-by history on the object (here a copied manifest) is kept in the annotation but never
 // named as a source in the warning.
 func TestWarningNamesOnlyThisRequestsSources(t *testing.T) {
-	d := testDeps(t, teamA(), namespace("ml", map[string]string{"team": "a"}, map[string]string{defaults.QueueNameAnnotation: "ml-queue"}), batchNormal())
+	d := testDeps(t, teamA(), namespace("ml", map[string]string{"team": "a"}, map[string]string{defaults.QueueNameAnnotation: "shared"}), batchNormal())
 	in := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ml",
 		Annotations: map[string]string{hbv1.DefaultedByAnnotation: "old/queue,schedulerName"}}}
 	var got corev1.Pod
@@ -442,7 +442,7 @@ func TestWarningNamesOnlyThisRequestsSources(t *testing.T) {
 	require.True(t, resp.Allowed, "denied: %+v", resp.Result)
 	assert.Equal(t, "old/queue,schedulerName;namespace:ml/queue;team-a/priorityClassName,schedulerName,networkTopology",
 		got.Annotations[hbv1.DefaultedByAnnotation])
-	wantWarning(t, resp, "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=ml-queue from namespace ml",
+	wantWarning(t, resp, "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=shared from namespace ml",
 		"spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler")
 	for _, w := range resp.Warnings {
 		assert.NotContains(t, w, "old", "the history's source is not this request's")

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/hyperbatch/hyperbatch/certs"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
 func main() {
@@ -31,6 +33,7 @@ func main() {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so only one replica runs the controllers; keep it on in a cluster even with one replica, so the old and new pod of a rolling update never both run them (the Helm chart always sets it)")
 	fs.StringVar(&o.controllers, "controllers", "*", "comma-separated controllers to run ('*' for all, '' for none): "+strings.Join(controllerNames(), ","))
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
+	fs.StringVar(&o.webhookKinds, "webhook-kinds", "*", "comma-separated kinds whose admission webhooks are served (and, with --webhook-url, registered): '*' for all, or some of "+kindNames()+"; a Karmada control plane serves HyperJob,VolcanoJob,PropagationPolicy")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "address the webhook server binds to (empty: all addresses)")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/hyperbatch-webhook-certs", "directory of tls.crt and tls.key; written by the rotator in self mode, so it must be writable")
@@ -92,6 +95,23 @@ func excludedNamespaces(own, list string) ([]string, error) {
 		add(n)
 	}
 	return out, nil
+}
+
+func kindNames() string {
+	names := make([]string, 0, len(defaults.KindNames()))
+	for _, k := range defaults.KindNames() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ",")
+}
+
+// selectedWebhookKinds parses --webhook-kinds.
+func selectedWebhookKinds(spec string) ([]webhook.Kind, error) {
+	kinds, err := defaults.ParseKinds(spec)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-kinds: %w", err)
+	}
+	return kinds, nil
 }
 
 // selectedControllers parses --controllers.

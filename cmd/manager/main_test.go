@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
 // --excluded-namespaces adds to kube-system and hyperbatch's own namespace; a name that is not a
@@ -20,4 +22,22 @@ func TestExcludedNamespaces(t *testing.T) {
 
 	_, err = excludedNamespaces("hb", "monitoring,Bad_NS")
 	require.ErrorContains(t, err, `--excluded-namespaces: "Bad_NS" is not a namespace name`)
+}
+
+// --webhook-kinds selects the kinds whose webhooks are served; a bad value names the flag and the
+// valid kinds.
+func TestSelectedWebhookKinds(t *testing.T) {
+	got, err := selectedWebhookKinds("*")
+	require.NoError(t, err)
+	assert.Equal(t, webhook.AllKinds(), got)
+
+	got, err = selectedWebhookKinds(" HyperJob, volcanojob ,PropagationPolicy,HyperJob")
+	require.NoError(t, err)
+	assert.Equal(t, []webhook.Kind{webhook.KindHyperJob, webhook.KindVolcanoJob, webhook.KindPropagationPolicy}, got)
+
+	_, err = selectedWebhookKinds("HyperJob,Job")
+	require.EqualError(t, err, `--webhook-kinds: unknown kind "Job"; valid kinds are Pod, VolcanoJob, PodGroup, JobSet, HyperJob, PropagationPolicy, WorkloadPolicy, or * for all`)
+
+	_, err = selectedWebhookKinds(" , ")
+	require.ErrorContains(t, err, "--webhook-kinds: no kind given; valid kinds are Pod, VolcanoJob")
 }

@@ -76,6 +76,9 @@ type options struct {
 	leaderElect    bool
 	controllers    string
 	enableWebhooks bool
+	webhookKinds   string
+	// kinds is --webhook-kinds, parsed by run.
+	kinds          []webhook.Kind
 	webhookHost    string
 	webhookPort    int
 	webhookCertDir string
@@ -103,6 +106,9 @@ func run(o options) error {
 		return err
 	}
 	if o.excluded, err = excludedNamespaces(o.namespace, o.excludedNamespaces); err != nil {
+		return err
+	}
+	if o.kinds, err = selectedWebhookKinds(o.webhookKinds); err != nil {
 		return err
 	}
 	cfg, err := ctrl.GetConfig()
@@ -144,7 +150,7 @@ func run(o options) error {
 			}
 		}
 		// Without the podgroup controller nothing creates the PodGroups the PodGroup gate waits for.
-		if err := webhook.Setup(mgr, webhook.Options{ExcludedNamespaces: o.excluded, NoPodGroupGate: !slices.Contains(names, "podgroup")}); err != nil {
+		if err := webhook.Setup(mgr, webhook.Options{Kinds: o.kinds, ExcludedNamespaces: o.excluded, NoPodGroupGate: !slices.Contains(names, "podgroup")}); err != nil {
 			return fmt.Errorf("setting up webhooks: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhooks", webhook.ReadyCheck(mgr)); err != nil {
@@ -158,7 +164,7 @@ func run(o options) error {
 			return fmt.Errorf("setting up controller %s: %w", n, err)
 		}
 	}
-	ctrl.Log.Info("starting manager", "controllers", names, "webhooks", o.enableWebhooks, "certMode", o.certMode, "webhookURL", o.webhookURL)
+	ctrl.Log.Info("starting manager", "controllers", names, "webhooks", o.enableWebhooks, "webhookKinds", o.kinds, "certMode", o.certMode, "webhookURL", o.webhookURL)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -214,7 +220,7 @@ func applyURLModeConfigurations(cfg *rest.Config, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating client for webhook configurations: %w", err)
 	}
-	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace, ExcludedNamespaces: o.excluded})
+	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace, ExcludedNamespaces: o.excluded, Kinds: o.kinds})
 	ctx := context.Background()
 	for _, obj := range []client.Object{mwc, vwc} {
 		obj.SetManagedFields(nil)

@@ -24,6 +24,10 @@ import (
 //   - A network-topology tier bound on a workload that pins its pods to nodes (spec.nodeName, or a
 //     required node affinity that names nodes): the user chose the nodes, and a tier bound they
 //     do not fit would leave the gang pending for good.
+//   - A Job-level schedulerName on a Volcano Job (or a HyperJob's templateSpec) whose task templates
+//     name another scheduler: Volcano's job controller gives the Job's scheduler only to pods whose
+//     template names none, so the policy's scheduler would take the gang (its PodGroup) while the
+//     pods wait for a scheduler that never sees their gang.
 
 // skip records a default left out.
 func (r *run) skip(path, field, def, conflict string) {
@@ -100,6 +104,17 @@ func jobPinnedNodes(spec *batchv1alpha1.JobSpec, prefix string) string {
 	for i := range spec.Tasks {
 		if p := pinnedNodes(&spec.Tasks[i].Template.Spec, prefix+".tasks["+strconv.Itoa(i)+"].template.spec"); p != "" {
 			return p
+		}
+	}
+	return ""
+}
+
+// jobTaskScheduler describes the first task template of a Volcano JobSpec that names a scheduler
+// other than def ("" when none does), e.g. `spec.tasks[0].template.spec.schedulerName "volcano"`.
+func jobTaskScheduler(spec *batchv1alpha1.JobSpec, prefix, def string) string {
+	for i := range spec.Tasks {
+		if n := spec.Tasks[i].Template.Spec.SchedulerName; n != "" && n != def {
+			return fmt.Sprintf("%s.tasks[%d].template.spec.schedulerName %q", prefix, i, n)
 		}
 	}
 	return ""

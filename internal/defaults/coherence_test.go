@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
@@ -157,4 +158,37 @@ func TestPlatformPodsAreNotDefaulted(t *testing.T) {
 	rs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
 		{APIVersion: appsv1.SchemeGroupVersion.String(), Kind: "ReplicaSet", Name: "rs", UID: "u", Controller: ptr.To(true)}}}}
 	assert.True(t, Pod(rs, nsA, pols).Changed(), "a ReplicaSet's pod is a workload pod and is defaulted")
+}
+
+// A policy's Job-level schedulerName is not given to a Volcano Job (or a HyperJob template) whose
+// task templates name another scheduler: Volcano's job controller gives the Job's scheduler only to
+// pods that name none, so the gang would go to the policy's scheduler and its pods to theirs. The
+// Skip names both; the other defaults still apply. A task naming the policy's own scheduler is no
+// contradiction.
+func TestTaskSchedulerKeepsJobSchedulerUnset(t *testing.T) {
+	pols := mustPolicies(t, teamA())
+	task := func(name, scheduler string) batchv1alpha1.TaskSpec {
+		return batchv1alpha1.TaskSpec{Name: name, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{SchedulerName: scheduler}}}
+	}
+	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a"}, Spec: batchv1alpha1.JobSpec{
+		Tasks: []batchv1alpha1.TaskSpec{task("ps", ""), task("worker", "volcano")}}}
+	res := VolcanoJob(job, nsA, pols)
+	assert.Empty(t, job.Spec.SchedulerName, "the policy's scheduler was given to a Job whose task names volcano")
+	require.Len(t, res.Skips, 1)
+	assert.Equal(t, "spec.schedulerName (schedulerName hyperbatch-scheduler from WorkloadPolicy team-a) was not defaulted: "+
+		`it would contradict spec.tasks[1].template.spec.schedulerName "volcano"`, res.Skips[0].String())
+	assert.Equal(t, "team-a", job.Spec.Queue, "the other defaults still apply")
+	assert.NotContains(t, res.DefaultedBy, FieldSchedulerName)
+
+	same := &batchv1alpha1.Job{Spec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{task("w", "hyperbatch-scheduler")}}}
+	res = VolcanoJob(same, nsA, pols)
+	assert.Equal(t, "hyperbatch-scheduler", same.Spec.SchedulerName)
+	assert.Empty(t, res.Skips)
+
+	hj := &trainingv1alpha1.HyperJob{Spec: trainingv1alpha1.HyperJobSpec{ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{
+		Name: "r", Replicas: 1, TemplateSpec: batchv1alpha1.JobSpec{Tasks: []batchv1alpha1.TaskSpec{task("w", "volcano")}}}}}}
+	res = HyperJob(hj, nsA, pols)
+	assert.Empty(t, hj.Spec.ReplicatedJobs[0].TemplateSpec.SchedulerName)
+	require.Len(t, res.Skips, 1)
+	assert.Equal(t, "spec.replicatedJobs[0].templateSpec.schedulerName", res.Skips[0].Path)
 }

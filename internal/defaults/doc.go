@@ -61,7 +61,8 @@
 // cap below the number of clusters the PropagationPolicy names for its replicas (a Weighted
 // staticWeightList, or Duplicated clusterNames), and a network-topology tier bound on a workload
 // that pins its pods to nodes (nodeName, a hostname nodeSelector, a required node affinity naming
-// nodes). The webhook warns about each Skip on CREATE. DaemonSet pods and static pods' mirrors are
+// nodes), and a Volcano Job's (or HyperJob template's) Job-level schedulerName when a task template
+// names another scheduler. The webhook warns about each Skip on CREATE. DaemonSet pods and static pods' mirrors are
 // never defaulted: they belong to the node, not to a batch workload.
 //
 // # Queues

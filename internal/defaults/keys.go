@@ -43,6 +43,7 @@ var fieldOrder = []string{
 
 // Prefixes of the sources that are not policies; ':' cannot occur in a policy name.
 const (
-	namespaceSourcePrefix = "namespace:"
-	jobSetSourcePrefix    = "jobset:"
+	namespaceSourcePrefix  = "namespace:"
+	jobSetSourcePrefix     = "jobset:"
+	volcanoJobSourcePrefix = "vcjob:"
 )

@@ -1,7 +1,9 @@
 package defaults
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -49,4 +51,63 @@ func podGroupTopology(nt *hbv1.NetworkTopology) *schedulingv1beta1.NetworkTopolo
 		out.HighestTierAllowed = &tier
 	}
 	return out
+}
+
+// VolcanoJobPodGroup fills the PodGroup that Volcano's job controller made for Volcano Job job from
+// the Job alone, never from a policy or the namespace: the PodGroup follows its Job, so the queue
+// and topology the scheduler sees are the ones the Job was admitted with. Where the PodGroup leaves
+// them unset it gets the Job's spec.queue (the PodGroup CRD's "default" counts as unset, as for
+// PodGroup), priorityClassName and networkTopology; and when the PodGroup has the Job's topology
+// without its highestTierName (Volcano v1.14's job controller copies only mode and
+// highestTierAllowed), it gets the Job's highestTierName. Nothing the PodGroup sets is overwritten.
+// The source is the Job (SourceVolcanoJob). A nil job or pg changes nothing.
+func VolcanoJobPodGroup(pg *schedulingv1beta1.PodGroup, job *batchv1alpha1.Job) Result {
+	if pg == nil || job == nil {
+		return Result{}
+	}
+	r := &run{}
+	src := Source{Kind: SourceVolcanoJob, Name: job.Name}
+	if q := NormalizeQueue(job.Spec.Queue); q != "" && queueUnsetInSpec(pg.Spec.Queue) && NormalizeQueue(pg.Spec.Queue) != q {
+		pg.Spec.Queue = q
+		r.record("spec.queue", FieldQueue, src)
+	}
+	if pg.Spec.PriorityClassName == "" && job.Spec.PriorityClassName != "" {
+		pg.Spec.PriorityClassName = job.Spec.PriorityClassName
+		r.record("spec.priorityClassName", FieldPriorityClassName, src)
+	}
+	if jt := job.Spec.NetworkTopology; jt != nil {
+		switch pt := pg.Spec.NetworkTopology; {
+		case pt == nil:
+			pg.Spec.NetworkTopology = &schedulingv1beta1.NetworkTopologySpec{
+				Mode:               schedulingv1beta1.NetworkTopologyMode(jt.Mode),
+				HighestTierAllowed: cloneInt(jt.HighestTierAllowed),
+				HighestTierName:    jt.HighestTierName,
+			}
+			r.record("spec.networkTopology", FieldNetworkTopology, src)
+		case pt.HighestTierName == "" && jt.HighestTierName != "" && string(pt.Mode) == string(jt.Mode):
+			nt := *pt // a new value: pg may share its pointers with another object
+			nt.HighestTierName = jt.HighestTierName
+			pg.Spec.NetworkTopology = &nt
+			r.record("spec.networkTopology.highestTierName", FieldNetworkTopology, src)
+		}
+	}
+	return r.finish(&pg.ObjectMeta)
+}
+
+// VolcanoJobOwner is the controller reference of a PodGroup that Volcano's job controller made for a
+// Volcano Job (batch.volcano.sh/v1alpha1 Job), nil when the PodGroup has no such owner.
+func VolcanoJobOwner(pg *schedulingv1beta1.PodGroup) *metav1.OwnerReference {
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil || ref.Kind != "Job" || ref.APIVersion != batchv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return ref
+}
+
+func cloneInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

@@ -60,6 +60,9 @@ const (
 	// SourceJobSet is a JobSet's own queue annotation copied into its pod templates (Source.Name is
 	// the JobSet).
 	SourceJobSet SourceKind = "JobSet"
+	// SourceVolcanoJob is the Volcano Job a PodGroup belongs to: its PodGroup follows its queue,
+	// priorityClassName and networkTopology (Source.Name is the Job).
+	SourceVolcanoJob SourceKind = "VolcanoJob"
 )
 
 // Source is where a filled value came from.
@@ -69,13 +72,15 @@ type Source struct {
 }
 
 // String is the source as the defaulted-by annotation writes it: a policy's name,
-// "namespace:<namespace>" or "jobset:<name>".
+// "namespace:<namespace>", "jobset:<name>" or "vcjob:<name>".
 func (s Source) String() string {
 	switch s.Kind {
 	case SourceNamespace:
 		return namespaceSourcePrefix + s.Name
 	case SourceJobSet:
 		return jobSetSourcePrefix + s.Name
+	case SourceVolcanoJob:
+		return volcanoJobSourcePrefix + s.Name
 	}
 	return s.Name
 }
@@ -243,13 +248,7 @@ func (p provenance) String() string {
 		if len(e.fields) == 0 {
 			continue
 		}
-		fs := slices.Clone(e.fields)
-		slices.SortFunc(fs, func(x, y string) int {
-			if rx, ry := fieldRank(x), fieldRank(y); rx != ry {
-				return rx - ry
-			}
-			return strings.Compare(x, y)
-		})
+		fs := sortedFields(e.fields)
 		b.WriteByte('/')
 		for i, f := range fs {
 			if i > 0 {
@@ -268,4 +267,16 @@ func fieldRank(f string) int {
 		}
 	}
 	return len(fieldOrder)
+}
+
+// sortedFields is fields in fieldOrder, unknown names after the known ones in byte order.
+func sortedFields(fields []string) []string {
+	fs := slices.Clone(fields)
+	slices.SortFunc(fs, func(x, y string) int {
+		if rx, ry := fieldRank(x), fieldRank(y); rx != ry {
+			return rx - ry
+		}
+		return strings.Compare(x, y)
+	})
+	return fs
 }

@@ -89,15 +89,18 @@ func (p *Policies) InvalidPolicies() []string {
 // is checked as Volcano's "default" queue, where Volcano puts a workload that names none.
 func QueueRefusal(queue string, ns Namespace, pols *Policies) *Refusal {
 	q := NormalizeQueue(queue)
-	shown := "queue " + strconv.Quote(q)
+	written := q
 	if q == "" {
 		q = schedulingv1beta1.DefaultQueue
-		shown = fmt.Sprintf(`queue "" (Volcano's %q queue)`, schedulingv1beta1.DefaultQueue)
 	}
 	for _, b := range pols.binding(ns) {
 		allowed := b.policy.Spec.AllowedQueues
 		if len(allowed) == 0 || slices.ContainsFunc(allowed, func(a string) bool { return NormalizeQueue(a) == q }) {
 			continue
+		}
+		shown := "queue " + strconv.Quote(written) // built only for a refusal: this runs on every admission
+		if written == "" {
+			shown = fmt.Sprintf(`queue "" (Volcano's %q queue)`, schedulingv1beta1.DefaultQueue)
 		}
 		return &Refusal{What: shown, Namespace: ns.Name, Policy: b.policy.Name, Allowed: slices.Clone(allowed), PolicyInvalid: b.invalid}
 	}

@@ -53,7 +53,13 @@ func (r *run) fillJobSpec(spec *batchv1alpha1.JobSpec, prefix string) {
 	d := r.defaults()
 	r.fillSpecQueue(&spec.Queue, prefix+".queue")
 	r.fillString(&spec.PriorityClassName, d.PriorityClassName, prefix+".priorityClassName", FieldPriorityClassName)
-	r.fillString(&spec.SchedulerName, d.SchedulerName, prefix+".schedulerName", FieldSchedulerName)
+	if spec.SchedulerName == "" && d.SchedulerName != "" {
+		if named := jobTaskScheduler(spec, prefix, d.SchedulerName); named != "" {
+			r.skip(prefix+".schedulerName", FieldSchedulerName, "schedulerName "+d.SchedulerName, named)
+		} else {
+			r.fillString(&spec.SchedulerName, d.SchedulerName, prefix+".schedulerName", FieldSchedulerName)
+		}
+	}
 	if spec.NetworkTopology == nil && d.NetworkTopology != nil {
 		if pin := jobPinnedNodes(spec, prefix); pin != "" {
 			r.skip(prefix+".networkTopology", FieldNetworkTopology, topologyDescription(d.NetworkTopology), pin)

@@ -8,10 +8,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
@@ -101,6 +104,10 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			require.NoError(t, err, "server-side create:\n%s", out)
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
 			assert.Equal(t, "default", job.Spec.Queue, "server-side create keeps the written queue")
+			// The PodGroup Volcano's job controller makes for it follows the Job: `default`, not the
+			// policy's queue.
+			pg := jobPodGroup(t, &job)
+			assert.Equal(t, "default", pg.Spec.Queue, "the Job's PodGroup is in another queue than its Job")
 			_, _ = kubectl(t, "delete", "-n", ns, "-f", file, "--wait=false")
 		})
 	}
@@ -123,4 +130,145 @@ func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
 	require.Error(t, err, "Volcano's validation must refuse minAvailable > replicas")
 	assert.Contains(t, err.Error(), "validatejob.volcano.sh")
 	assert.Contains(t, err.Error(), "'minAvailable' should not be greater than total replicas")
+}
+
+// jobPodGroup waits for the PodGroup Volcano's job controller makes for job (named <job>-<uid>).
+func jobPodGroup(t *testing.T, job *batchv1alpha1.Job) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	key := client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-" + string(job.UID)}
+	var pg schedulingv1beta1.PodGroup
+	poll(t, 60*time.Second, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, &pg)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	return &pg
+}
+
+// topologyJobManifest is a one-pod hyperbatch-scheduler Volcano Job whose networkTopology names tier.
+func topologyJobManifest(ns, name, tier string) string {
+	return fmt.Sprintf(`apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  minAvailable: 1
+  schedulerName: hyperbatch-scheduler
+  networkTopology: {mode: hard, highestTierName: %s}
+  tasks:
+  - name: w
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        nodeSelector: {type: kwok}
+        containers:
+        - name: w
+          image: registry.k8s.io/pause:3.10
+          resources: {requests: {cpu: 100m, memory: 64Mi}}
+`, name, ns, tier)
+}
+
+// A Volcano Job's highestTierName reaches its PodGroup through Volcano's real job controller (which
+// drops it) and hyperbatch's PodGroup webhook (which restores it from the Job): a Job confined to a
+// spine gets a PodGroup confined to it and runs; a typo waits with the scheduler's GangWaiting Event
+// on its PodGroup, as the same typo on a PodGroup does.
+func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
+	ctx := context.Background()
+	ns := testNamespace(t)
+	queue := "journey-" + ns
+	ensureQueue(t, queue)
+	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue})
+	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+
+	for _, tier := range []string{"spine", "spnie"} {
+		name := "tier-" + tier
+		out, err := kubectl(t, "apply", "-f", writeManifest(t, topologyJobManifest(ns, name, tier)))
+		require.NoError(t, err, out)
+		var job batchv1alpha1.Job
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
+		require.Equal(t, tier, job.Spec.NetworkTopology.HighestTierName)
+		pg := jobPodGroup(t, &job)
+		assert.Equal(t, queue, pg.Spec.Queue, "the PodGroup's queue is its Job's")
+		require.NotNil(t, pg.Spec.NetworkTopology)
+		assert.Equal(t, tier, pg.Spec.NetworkTopology.HighestTierName, "the Job's highestTierName did not reach its PodGroup")
+	}
+	poll(t, 90*time.Second, "the spine-confined Job's pod to run", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: "tier-spine"}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Spec.NodeName != "", nil
+	})
+	var typo batchv1alpha1.Job
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tier-spnie"}, &typo))
+	pgName := "tier-spnie-" + string(typo.UID)
+	var notes []string
+	poll(t, 90*time.Second, "a GangWaiting Event naming the typo on PodGroup "+pgName, func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		notes = notes[:0]
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind != "PodGroup" || e.InvolvedObject.Name != pgName {
+				continue
+			}
+			notes = append(notes, e.Reason+": "+e.Message)
+			if e.Reason == "GangWaiting" && strings.Contains(e.Message, `highestTierName "spnie" matches no HyperNode tierName`) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// When Volcano's job webhook and hyperbatch's both refuse a Job, the user sees Volcano's refusal,
+// every time (the apiserver's validating calls run in parallel and the first refusal back would
+// win), and no "hyperbatch: defaulted" warning beside it. A Job only hyperbatch refuses gets
+// hyperbatch's refusal, again without the warning.
+func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
+	ns := testNamespace(t)
+	queue := "journey-" + ns
+	ensureQueue(t, queue)
+	other := "other-" + ns
+	ensureQueue(t, other) // Open, and not allowed: only hyperbatch refuses it
+	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "refusal-" + ns}, Spec: hbv1.WorkloadPolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		Defaults:          hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler"},
+		AllowedQueues:     []string{queue},
+	}}
+	require.NoError(t, c.Create(context.Background(), p))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
+	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), p.Name, probe)
+
+	withQueue := func(name, q string) string { // the manifest's text
+		m := strings.Replace(volcanoJobManifest(ns, name), "spec:\n  minAvailable: 9\n", "spec:\n  minAvailable: 9\n  queue: "+q+"\n", 1)
+		require.Contains(t, m, "queue: "+q)
+		return m
+	}
+	both := map[string]string{
+		// Volcano: no such Queue; hyperbatch: not allowed.
+		"missing queue": writeManifest(t, withQueue("missing", "missing-"+ns)),
+		// Volcano: minAvailable above the tasks' replicas; hyperbatch: not allowed.
+		"min above replicas": writeManifest(t, strings.Replace(withQueue("toobig", other), "minAvailable: 9", "minAvailable: 12", 1)),
+	}
+	for name, file := range both {
+		t.Run(name, func(t *testing.T) {
+			for i := 0; i < 8; i++ {
+				out, err := kubectl(t, "create", "-f", file)
+				require.Error(t, err, "created:\n%s", out)
+				assert.Contains(t, out, `admission webhook "validatejob.volcano.sh" denied the request`, "try %d", i)
+				assert.NotContains(t, out, "volcanojob.validate.hyperbatch.dev", "try %d: hyperbatch's refusal was shown", i)
+				assert.NotContains(t, out, "hyperbatch: defaulted", "try %d: a defaulted warning on a refused request", i)
+			}
+		})
+	}
+	out, err := kubectl(t, "create", "-f", writeManifest(t, withQueue("onlyours", other)))
+	require.Error(t, err, out)
+	assert.Contains(t, out, fmt.Sprintf(`spec.queue: Forbidden: queue %q is not allowed`, other), "hyperbatch's refusal")
+	assert.NotContains(t, out, "validatejob.volcano.sh")
+	assert.NotContains(t, out, "hyperbatch: defaulted", "a defaulted warning on a request hyperbatch refuses")
 }

@@ -1,4 +1,4 @@
-package webhook
+package defaults
 
 import (
 	"bytes"
@@ -7,29 +7,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
-
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
-// lastAppliedAnnotation is where `kubectl apply` (client-side) keeps the manifest it applied.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+// LastAppliedAnnotation is where `kubectl apply` (client-side) keeps the manifest it applied.
+const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-// volcanoJobDefaults keeps a spec.queue the user wrote, even Volcano's "default", and otherwise
-// applies the engine's rule ("default" counts as unset, since the Job CRD defaults an omitted queue
-// to it before admission). See docs/webhooks.md, "Two mutating webhooks on one Volcano Job".
-func volcanoJobDefaults(job *batchv1alpha1.Job, ns defaults.Namespace, pols *defaults.Policies) defaults.Result {
-	if isHyperJobChild(job) {
-		// The HyperJob controller defaults its children itself, without a TTL of their own (the
-		// HyperJob's lifecycle governs them, docs/hyperjob.md); the webhook must not add one.
-		return defaults.HyperJobChild(job, ns, pols)
+// VolcanoJobAsSubmitted is the Volcano Job rule of admission (the kind table's engine function for
+// Volcano Jobs): a HyperJob's child gets HyperJobChild (the HyperJob controller defaults its children
+// itself, without a TTL of their own: the HyperJob's lifecycle governs them); a Job whose request
+// shows that the user wrote spec.queue keeps it, even Volcano's "default" (VolcanoJobExplicitQueue);
+// any other Job gets VolcanoJob, where "default" counts as unset since the Job CRD defaults an
+// omitted queue to it before admission. See docs/webhooks.md, "Two mutating webhooks on one Volcano
+// Job".
+func VolcanoJobAsSubmitted(job *batchv1alpha1.Job, ns Namespace, pols *Policies) Result {
+	if job == nil {
+		return Result{}
+	}
+	if IsHyperJobChild(job) {
+		return HyperJobChild(job, ns, pols)
 	}
 	if userWroteSpecQueue(&job.ObjectMeta) {
-		return defaults.VolcanoJobExplicitQueue(job, ns, pols)
+		return VolcanoJobExplicitQueue(job, ns, pols)
 	}
-	return defaults.VolcanoJob(job, ns, pols)
+	return VolcanoJob(job, ns, pols)
 }
 
-// userWroteSpecQueue reports whether the request shows that the user's manifest set spec.queue:
+// userWroteSpecQueue reports whether the object shows that the user's manifest set spec.queue:
 //   - a server-side apply: the apiserver computes managedFields before mutating admission, and an
 //     Apply entry lists exactly the fields of the applied configuration (not the CRD's defaults);
 //   - a client-side `kubectl apply`: its last-applied-configuration annotation is the manifest.
@@ -42,7 +45,7 @@ func userWroteSpecQueue(meta *metav1.ObjectMeta) bool {
 			return true
 		}
 	}
-	raw := meta.Annotations[lastAppliedAnnotation]
+	raw := meta.Annotations[LastAppliedAnnotation]
 	if raw == "" {
 		return false
 	}
@@ -69,8 +72,8 @@ func appliedSpecQueue(raw []byte) bool {
 	return ok
 }
 
-// isHyperJobChild reports whether a Volcano Job is controlled by a HyperJob.
-func isHyperJobChild(job *batchv1alpha1.Job) bool {
+// IsHyperJobChild reports whether a Volcano Job is controlled by a HyperJob.
+func IsHyperJobChild(job *batchv1alpha1.Job) bool {
 	ref := metav1.GetControllerOf(job)
 	return ref != nil && ref.Kind == "HyperJob" && ref.APIVersion == trainingv1alpha1.SchemeGroupVersion.String()
 }
