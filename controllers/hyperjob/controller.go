@@ -77,14 +77,16 @@ type Reconciler struct {
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
 // field manager FieldOwner), its uncached reader and an Event recorder.
+//
+// The per-pass summaries get a recorder of their own (newChildRecorder, events.go) whose Events are
+// never folded into "(combined from similar events)"; it is started by SetupWithManager.
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
-		client:        client.WithFieldOwner(mgr.GetClient(), FieldOwner),
-		apiReader:     mgr.GetAPIReader(),
-		recorder:      mgr.GetEventRecorderFor(eventSource),
-		childRecorder: mgr.GetEventRecorderFor(eventSourceChildren),
-		exp:           newExpectations(),
+		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorderFor(eventSource),
+		exp:       newExpectations(),
 	}
 }
 
@@ -92,6 +94,13 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 // they control, and the WorkloadPolicies and Namespaces that decide the PropagationPolicies' defaults.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
+	if r.childRecorder == nil {
+		rec, err := newChildRecorder(mgr)
+		if err != nil {
+			return err
+		}
+		r.childRecorder = rec
+	}
 	for _, obj := range []client.Object{&batchv1alpha1.Job{}, &policyv1alpha1.PropagationPolicy{}} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, controllerUIDIndex, indexByController); err != nil {
 			return fmt.Errorf("indexing %T by controlling HyperJob: %w", obj, err)
@@ -204,6 +213,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // A conflict means the cache is behind the apiserver; it is not an error: the watch event carrying
 // the newer HyperJob triggers the next pass, which recomputes the status from it.
 func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha1.HyperJob, res syncResult) error {
+	if !hyperjobstatus.IsFinished(&hj.Status) {
+		if written, err := r.freezeFinishedCounts(ctx, hj, res); err != nil || !written {
+			return err
+		}
+	}
 	st, newly := ComputeStatus(hj, res.plan, res.jobs)
 	if apiequality.Semantic.DeepEqual(st, hj.Status) {
 		return nil
@@ -228,6 +242,45 @@ func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha
 		r.recorder.Event(hj, typ, newly.Reason, newly.Message)
 	}
 	return nil
+}
+
+// freezeFinishedCounts writes the final counts of children seen finished for the first time into
+// the HyperJob's annotation (finalcounts.go), before the status that records them as finished. The
+// patch is guarded by resourceVersion, like the status: a view that missed an earlier freeze must
+// not overwrite it. hj is updated in place. It reports false (and no error) when the HyperJob
+// changed meanwhile: the status is then not written, and the watch event brings the next pass.
+func (r *Reconciler) freezeFinishedCounts(ctx context.Context, hj *trainingv1alpha1.HyperJob, res syncResult) (bool, error) {
+	fp, err := readFinishedPods(hj)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "final pod counts of finished children are frozen again from what they report")
+	}
+	next, changed := freezeFinished(hj, fp, res.plan, res.jobs)
+	if !changed {
+		return true, nil
+	}
+	v, err := next.encode()
+	if err != nil {
+		return false, err
+	}
+	orig := hj.DeepCopy()
+	if v == "" {
+		delete(hj.Annotations, hbv1.FinishedChildPodsAnnotation)
+	} else {
+		if hj.Annotations == nil {
+			hj.Annotations = map[string]string{}
+		}
+		hj.Annotations[hbv1.FinishedChildPodsAnnotation] = v
+	}
+	if err := r.client.Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		orig.DeepCopyInto(hj)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("final counts not written: the cached HyperJob is outdated", "reason", err.Error())
+			return false, nil
+		}
+		reconcileErrors.WithLabelValues(opStatus).Inc()
+		return false, fmt.Errorf("writing the final pod counts of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+	}
+	return true, nil
 }
 
 // cacheIsCurrent reads the HyperJob from the apiserver, bypassing the cache, and reports whether the

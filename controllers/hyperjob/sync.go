@@ -65,13 +65,15 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	// Deleted children are let go first: their release never waits for expectations (our own
 	// deletes are expected to vanish) or a plan (see finalizer.go).
 	releaseErr := r.releaseDeleted(ctx, hj, jobs, nil)
-	if hyperjobstatus.IsFinished(&hj.Status) {
-		return res, releaseErr
-	}
 	ref := hyperJobRef{key: client.ObjectKeyFromObject(hj), uid: hj.UID}
 	if ok, left := r.exp.satisfied(ref, jobs, pps); !ok {
 		res.waitFor = left
 		return res, releaseErr
+	}
+	if hyperjobstatus.IsFinished(&hj.Status) {
+		// The terminal guard: no child is created, changed or recreated again. A PropagationPolicy
+		// whose Volcano Job is gone goes with it (nothing will ever create that job again).
+		return res, errors.Join(releaseErr, r.deleteOrphanPPs(ctx, hj, ref, jobs, pps))
 	}
 	inputs, err := policyinputs.Read(ctx, r.client, hj.Namespace)
 	if err != nil {
@@ -96,21 +98,27 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		recreate    []*batchv1alpha1.Job
 		terminating int
 		upToDate    = map[string]int{} // replicatedJob → children with the current template
+		orphanPPs   []*policyv1alpha1.PropagationPolicy
 	)
 	for i := range plan.children {
 		c := &plan.children[i]
 		desired[c.name] = true
+		job := jobs[c.name]
+		if s, ok := recorded[c.name]; job == nil && ok && finished(s.Phase) {
+			// Finished, then deleted (by hand, a script, a Volcano TTL): its result stands, it is
+			// never recreated, and its PropagationPolicy goes with it.
+			if pp := pps[c.name]; pp != nil && pp.DeletionTimestamp == nil {
+				orphanPPs = append(orphanPPs, pp)
+			}
+			continue
+		}
 		if pp := pps[c.name]; pp == nil {
 			applyPPs = append(applyPPs, c)
 		} else if pp.DeletionTimestamp == nil && (pp.Labels[hbv1.PPSpecHashLabel] != c.ppHash || ppDrifted(c.pp, pp)) {
 			applyPPs = append(applyPPs, c)
 		}
-		job := jobs[c.name]
 		switch {
 		case job == nil:
-			if s, ok := recorded[c.name]; ok && finished(s.Phase) {
-				continue // finished, then deleted (e.g. by a Volcano TTL): its result stands
-			}
 			createJobs = append(createJobs, c)
 		case job.DeletionTimestamp != nil:
 			terminating++
@@ -157,7 +165,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			}
 		}
 	}
-	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs) == 0 && recreateNow == nil {
+	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs)+len(orphanPPs) == 0 && recreateNow == nil {
 		return res, releaseErr
 	}
 	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
@@ -184,7 +192,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		}
 	}
 	for _, pp := range stalePPs {
-		r.deletePP(ctx, ref, pp, p, &errs)
+		r.deletePP(ctx, ref, pp, actDeletedPP, p, &errs)
+	}
+	for _, pp := range orphanPPs {
+		r.deletePP(ctx, ref, pp, actDeletedOrphanPP, p, &errs)
 	}
 	if recreateNow != nil {
 		if r.deleteJob(ctx, ref, recreateNow, actRecreatedJob, p, &errs) && rolloutStarts {
@@ -195,6 +206,32 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// deleteOrphanPPs deletes, for a finished HyperJob, every PropagationPolicy whose Volcano Job is
+// gone: the terminal guard never recreates that job, so the policy would otherwise stay until the
+// HyperJob is deleted. The caller checked the expectations (a job this controller created is in
+// the cache); the HyperJob is read from the apiserver first, as before any write to children.
+func (r *Reconciler) deleteOrphanPPs(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, jobs map[string]*batchv1alpha1.Job, pps map[string]*policyv1alpha1.PropagationPolicy) error {
+	var orphans []*policyv1alpha1.PropagationPolicy
+	for name, pp := range pps {
+		if jobs[name] == nil && pp.DeletionTimestamp == nil {
+			orphans = append(orphans, pp)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
+		return err // a stale view: the watch event of the newer HyperJob brings the next pass
+	}
+	var errs []error
+	p := newPass()
+	defer p.report(ctx, r.childRecorder, hj)
+	for _, pp := range orphans {
+		r.deletePP(ctx, ref, pp, actDeletedOrphanPP, p, &errs)
+	}
+	return errors.Join(errs...)
 }
 
 // listChildren returns the Volcano Jobs and PropagationPolicies the HyperJob controls, by name.
@@ -446,13 +483,13 @@ func (r *Reconciler) deleteJob(ctx context.Context, ref hyperJobRef, j *batchv1a
 	return false
 }
 
-func (r *Reconciler) deletePP(ctx context.Context, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, p *pass, errs *[]error) {
+func (r *Reconciler) deletePP(ctx context.Context, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, act int, p *pass, errs *[]error) {
 	uid := pp.UID
 	err := r.client.Delete(ctx, pp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
 		r.exp.deletedPP(ref, pp.Name, uid)
-		p.did(ctx, actDeletedPP, pp.Name)
+		p.did(ctx, act, pp.Name)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 	default:
 		reconcileErrors.WithLabelValues(opDeletePP).Inc()
