@@ -30,7 +30,9 @@ func leaves(name string, free ...[]int64) Member {
 }
 
 // A child of 2 pods × 4 GPUs that must stay in one leaf.
-func oneLeafChildren(n int) Group { return Group{Name: "w", Children: n, Pods: 2, PodDemand: 4, Tier: 1} }
+func oneLeafChildren(n int) Group {
+	return Group{Name: "w", Children: n, Pods: 2, PodDemand: 4, Tier: 1}
+}
 
 func clustersOf(d *Decision) []string { return d.Clusters }
 
