@@ -7,9 +7,11 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -54,6 +56,7 @@ const (
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
@@ -73,6 +76,9 @@ type Reconciler struct {
 	// childRecorder reports the children's activity (events.go), with its own spam-filter budget.
 	childRecorder record.EventRecorder
 	exp           *expectations
+	// gateDispatch: Karmada's ResourceBindings are served (the control plane), so children are
+	// dispatched all or nothing (dispatch.go).
+	gateDispatch bool
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -109,7 +115,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1alpha1.Job{}, heldIndex, indexHeld); err != nil {
 		return fmt.Errorf("indexing held Volcano Jobs by HyperJob name: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	bld := ctrl.NewControllerManagedBy(mgr)
+	rbKind := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
+	if _, err := mgr.GetRESTMapper().RESTMapping(rbKind.GroupKind(), rbKind.Version); err == nil {
+		r.gateDispatch = true
+		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
+	} else if !apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+	}
+	return bld.
 		Named(ControllerName).
 		For(&trainingv1alpha1.HyperJob{}).
 		Owns(&batchv1alpha1.Job{}).
@@ -128,6 +142,23 @@ func indexByController(obj client.Object) []string {
 		return nil
 	}
 	return []string{string(ref.UID)}
+}
+
+// hyperJobOfBinding maps a ResourceBinding to the HyperJob controlling the Volcano Job it binds.
+func (r *Reconciler) hyperJobOfBinding(ctx context.Context, obj client.Object) []reconcile.Request {
+	rb, ok := obj.(*workv1alpha2.ResourceBinding)
+	if !ok || rb.Spec.Resource.Kind != "Job" || rb.Spec.Resource.APIVersion != batchv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	var job batchv1alpha1.Job
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: rb.Namespace, Name: rb.Spec.Resource.Name}, &job); err != nil {
+		return nil
+	}
+	ref := metav1.GetControllerOf(&job)
+	if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: ref.Name}}}
 }
 
 func (r *Reconciler) allHyperJobs(ctx context.Context, _ client.Object) []reconcile.Request {

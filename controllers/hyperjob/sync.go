@@ -9,6 +9,7 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
@@ -91,6 +93,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	}
 
 	recorded := recordedStates(&hj.Status)
+	gate, err := r.gate(ctx, hj, plan, recorded, jobs, pps)
+	if err != nil {
+		return res, errors.Join(releaseErr, err)
+	}
 	desired := make(map[string]bool, len(plan.children))
 	var (
 		applyPPs    []*child
@@ -177,6 +183,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	p := newPass()
 	defer p.report(ctx, r.childRecorder, hj)
 	written := r.writePropagationPolicies(ctx, hj, ref, applyPPs, pps, p, &errs)
+	if gate.releasing && len(written) == len(applyPPs) {
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonDispatchingChildren,
+			"every child has a member cluster: dispatching all %d at once (%s)", len(gate.clusters), releaseMessage(gate.clusters))
+	}
 	var ready []*child
 	for _, c := range createJobs {
 		if pps[c.name] != nil || written[c.name] {
@@ -206,6 +216,35 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// gate applies the all-or-nothing dispatch (dispatch.go) to the plan: until every child has a
+// scheduled cluster, the children's PropagationPolicies are planned with dispatching suspended.
+func (r *Reconciler) gate(ctx context.Context, hj *trainingv1alpha1.HyperJob, plan *Plan, recorded map[string]batchv1alpha1.JobState, jobs map[string]*batchv1alpha1.Job, pps map[string]*policyv1alpha1.PropagationPolicy) (dispatchDecision, error) {
+	if !r.gateDispatch {
+		return dispatchDecision{release: true}, nil
+	}
+	var rbs workv1alpha2.ResourceBindingList
+	if err := r.client.List(ctx, &rbs, client.InNamespace(hj.Namespace)); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return dispatchDecision{}, fmt.Errorf("listing ResourceBindings: %w", err)
+	}
+	skip := map[string]bool{}
+	for name, s := range recorded {
+		if jobs[name] == nil && finished(s.Phase) {
+			skip[name] = true
+		}
+	}
+	d := decideDispatch(plan, skip, pps, bindingsByChild(rbs.Items))
+	if !d.release {
+		for i := range plan.children {
+			if err := suspend(&plan.children[i]); err != nil {
+				return dispatchDecision{}, err
+			}
+		}
+		log.FromContext(ctx).V(1).Info("children held back until every one has a member cluster", "waiting", len(d.waiting))
+	}
+	return d, nil
 }
 
 // deleteOrphanPPs deletes, for a finished HyperJob, every PropagationPolicy whose Volcano Job is
@@ -279,6 +318,7 @@ func ppDrifted(want, have *policyv1alpha1.PropagationPolicy) bool {
 	wt, wp := scheduling(&w.Placement)
 	ht, hp := scheduling(&h.Placement)
 	return w.PropagateDeps != h.PropagateDeps || wt != ht || wp != hp ||
+		!apiequality.Semantic.DeepEqual(w.Suspension, h.Suspension) ||
 		!apiequality.Semantic.DeepEqual(w.ResourceSelectors, h.ResourceSelectors) ||
 		!apiequality.Semantic.DeepEqual(clusterNames(&w.Placement), clusterNames(&h.Placement)) ||
 		!apiequality.Semantic.DeepEqual(w.Placement.SpreadConstraints, h.Placement.SpreadConstraints)

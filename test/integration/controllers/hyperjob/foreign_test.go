@@ -8,10 +8,12 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -74,4 +76,32 @@ func TestForeignKeysSurvive(t *testing.T) {
 	assert.Equal(t, jobRV, job.ResourceVersion, "Volcano Job written by a reconcile with nothing to do")
 	assert.Equal(t, "8d7c1f0e-0000-4000-8000-000000000002", job.Labels[karmadaPermanentID])
 	assert.Contains(t, job.Finalizers, karmadaFinalizer)
+}
+
+// TestChildrenHeldUntilEveryOneHasACluster: on an apiserver that serves Karmada's ResourceBindings
+// (no Karmada scheduler runs here, so no binding ever gets a cluster), every child's
+// PropagationPolicy holds dispatching suspended, and still does after a whole reconcile.
+func TestChildrenHeldUntilEveryOneHasACluster(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "hj-held", nil)
+	startManager(t, testConfig(), ns)
+	create(t, builders.MakeHyperJob(ns, "held").ReplicatedJobs(replicatedJob("a", 2, "member1"), replicatedJob("b", 1, "member2")).Obj())
+	_, pps := waitForChildren(t, timeout, ns, "held", []string{"held-a-0", "held-a-1", "held-b-0"})
+	check := func(pps map[string]*policyv1alpha1.PropagationPolicy) {
+		t.Helper()
+		for n, pp := range pps {
+			s := pp.Spec.Suspension
+			if assert.NotNil(t, s, n) {
+				assert.Equal(t, ptr.To(true), s.Dispatching, n)
+			}
+		}
+	}
+	check(pps)
+	waitForFullReconcile(t, ns, "held", 3)
+	_, pps, err := children(ctx, ns, "held")
+	require.NoError(t, err)
+	check(pps)
+	evs, err := eventsFor(ctx, ns, "held", hyperjob.ReasonDispatchingChildren)
+	require.NoError(t, err)
+	assert.Empty(t, evs)
 }
