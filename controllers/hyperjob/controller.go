@@ -52,7 +52,7 @@ const (
 )
 
 // RBAC of this controller (config/rbac is generated from these markers).
-// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
