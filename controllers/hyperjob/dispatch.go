@@ -10,8 +10,6 @@ import (
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/utils/ptr"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // All-or-nothing across children (docs/multicluster.md, "A HyperJob's journey").
@@ -94,17 +92,11 @@ func decideDispatch(plan *Plan, skip map[string]bool, pps map[string]*policyv1al
 	return d
 }
 
-// suspend sets dispatching suspended on a child's PropagationPolicy and its hash label.
-func suspend(c *child) error {
-	pp := c.pp.DeepCopy()
-	pp.Spec.Suspension = &policyv1alpha1.Suspension{Dispatching: ptr.To(true)}
-	h, err := Hash(&pp.Spec)
-	if err != nil {
-		return err
-	}
-	pp.Labels[hbv1.PPSpecHashLabel] = h
-	c.pp, c.ppHash = pp, h
-	return nil
+// suspend sets dispatching suspended on a child's PropagationPolicy (its own copy, built per child
+// by BuildPlan). The spec hash label is left as planned: it names the placement, and the
+// suspension is compared on its own (ppDrifted), so holding 1,000 children costs no re-hashing.
+func suspend(c *child) {
+	c.pp.Spec.Suspension = &policyv1alpha1.Suspension{Dispatching: ptr.To(true)}
 }
 
 // releaseMessage names each child's member cluster: "member1: a-0, a-1; member2: b-0".

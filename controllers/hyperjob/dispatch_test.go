@@ -69,15 +69,16 @@ func TestDecideDispatch(t *testing.T) {
 	assert.False(t, d.releasing)
 }
 
-func TestSuspendChangesTheHash(t *testing.T) {
+func TestSuspendIsDrift(t *testing.T) {
 	hj := twoByTwo()
 	p := plan(t, hj)
+	q := plan(t, hj)
 	c := p.children[0]
-	before := c.ppHash
-	require.NoError(t, suspend(&c))
-	assert.NotEqual(t, before, c.ppHash)
+	suspend(&c)
+	assert.Equal(t, q.children[0].ppHash, c.ppHash, "the hash label names the placement, not the hold")
 	assert.Equal(t, c.ppHash, c.pp.Labels[hbv1.PPSpecHashLabel])
 	assert.True(t, suspended(c.pp))
-	assert.False(t, suspended(p.children[0].pp), "the plan's shared policy is not modified")
-	assert.True(t, ppDrifted(c.pp, p.children[0].pp), "a lifted or added suspension is drift")
+	assert.False(t, suspended(p.children[1].pp), "only that child's policy")
+	assert.True(t, ppDrifted(c.pp, q.children[0].pp), "a lifted or added suspension is applied")
+	assert.True(t, ppDrifted(q.children[0].pp, c.pp))
 }

@@ -238,9 +238,7 @@ func (r *Reconciler) gate(ctx context.Context, hj *trainingv1alpha1.HyperJob, pl
 	d := decideDispatch(plan, skip, pps, bindingsByChild(rbs.Items))
 	if !d.release {
 		for i := range plan.children {
-			if err := suspend(&plan.children[i]); err != nil {
-				return dispatchDecision{}, err
-			}
+			suspend(&plan.children[i])
 		}
 		log.FromContext(ctx).V(1).Info("children held back until every one has a member cluster", "waiting", len(d.waiting))
 	}
@@ -348,7 +346,7 @@ func (r *Reconciler) writePropagationPolicies(ctx context.Context, hj *trainingv
 		if err != nil {
 			return err
 		}
-		r.exp.applied(ref, c.name, c.ppHash)
+		r.exp.applied(ref, c.name, ppStateKey(c.pp))
 		ok[i] = true // each goroutine writes its own index
 		return nil
 	})
