@@ -27,9 +27,6 @@ import (
 // ReasonDispatchingChildren is the Event of the release, naming each child's member cluster.
 const ReasonDispatchingChildren = "DispatchingChildren"
 
-// ReasonWaitingForClusters is the Event while some children have no cluster yet.
-const ReasonWaitingForClusters = "WaitingForClusters"
-
 // bindingsByChild maps child Volcano Job names to their ResourceBindings (Karmada names a
 // binding after its resource template, but the reference in its spec is what binds them).
 func bindingsByChild(list []workv1alpha2.ResourceBinding) map[string]*workv1alpha2.ResourceBinding {
