@@ -47,4 +47,10 @@ const (
 	// removes it from a deleted child only once the HyperJob's status holds the child's final state,
 	// so a finished child can never vanish unrecorded and run again.
 	HyperJobChildFinalizer = "hyperbatch.dev/hyperjob-child"
+	// FinishedChildPodsAnnotation on a HyperJob holds the final pod counts of its finished children
+	// (JSON: replicatedJob → child index → [succeeded, failed]), written by the HyperJob controller
+	// when it first sees a child finished, before the status records it. The status sums use these
+	// numbers, not what the child reports later (Volcano lowers a finished job's counts as its pods
+	// go, and a deleted child reports nothing).
+	FinishedChildPodsAnnotation = "hyperbatch.dev/finished-child-pods"
 )

@@ -98,6 +98,10 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 	}
 
 	recorded := recordedStates(&hj.Status)
+	fp, _ := readFinishedPods(hj) // an unreadable annotation counts as empty (the controller logs it)
+	sum := func(rj string, names []string) trainingv1alpha1.ReplicatedJobStatus {
+		return aggregate(hj.Name, rj, names, jobs, recorded, fp)
+	}
 	st.ReplicatedJobsStatus = nil
 	if ref := plan.Refusal; ref != nil {
 		set(metav1.Condition{Type: ref.Condition, Status: metav1.ConditionTrue, Reason: ref.Reason, Message: ref.Message})
@@ -124,7 +128,7 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 		}
 		for i := range hj.Spec.ReplicatedJobs {
 			name := hj.Spec.ReplicatedJobs[i].Name
-			st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, aggregate(name, byRJ[name], jobs, recorded))
+			st.ReplicatedJobsStatus = append(st.ReplicatedJobsStatus, sum(name, byRJ[name]))
 		}
 		n := int32(len(jobs))
 		st.SplitCount = &n
@@ -140,7 +144,7 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 	var completed, done int32
 	for i := range hj.Spec.ReplicatedJobs {
 		name := hj.Spec.ReplicatedJobs[i].Name
-		rs := aggregate(name, plan.byReplicatedJob[name], jobs, recorded)
+		rs := sum(name, plan.byReplicatedJob[name])
 		for _, s := range rs.JobStates {
 			if s.Phase == batchv1alpha1.Completed {
 				completed++
@@ -168,24 +172,34 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 }
 
 // aggregate builds one replicatedJob's status from its children: each existing child's state and
-// pod counts; a missing child whose recorded state is finished keeps that state.
-func aggregate(rj string, names []string, jobs map[string]*batchv1alpha1.Job, recorded map[string]batchv1alpha1.JobState) trainingv1alpha1.ReplicatedJobStatus {
+// pod counts; a missing child whose recorded state is finished keeps that state. A child whose
+// final counts are frozen (fp, finalcounts.go) adds those, succeeded and failed, and nothing else:
+// whatever it reports now, and whether it still exists.
+func aggregate(hj, rj string, names []string, jobs map[string]*batchv1alpha1.Job, recorded map[string]batchv1alpha1.JobState, fp finishedPods) trainingv1alpha1.ReplicatedJobStatus {
 	rs := trainingv1alpha1.ReplicatedJobStatus{Name: rj}
 	for _, n := range names {
 		j, ok := jobs[n]
-		if !ok {
-			if s, ok := recorded[n]; ok && finished(s.Phase) {
-				if rs.JobStates == nil {
-					rs.JobStates = map[string]batchv1alpha1.JobState{}
-				}
-				rs.JobStates[n] = s
-			}
+		var state batchv1alpha1.JobState
+		switch {
+		case ok:
+			state = j.Status.State
+		case finished(recorded[n].Phase):
+			state = recorded[n]
+		default:
 			continue
 		}
 		if rs.JobStates == nil {
 			rs.JobStates = map[string]batchv1alpha1.JobState{}
 		}
-		rs.JobStates[n] = j.Status.State
+		rs.JobStates[n] = state
+		if c, frozen := fp.get(hj, rj, n); frozen {
+			rs.Succeeded += c[0]
+			rs.Failed += c[1]
+			continue
+		}
+		if !ok {
+			continue
+		}
 		rs.Pending += j.Status.Pending
 		rs.Running += j.Status.Running
 		rs.Succeeded += j.Status.Succeeded

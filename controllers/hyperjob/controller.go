@@ -7,9 +7,11 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -50,10 +52,11 @@ const (
 )
 
 // RBAC of this controller (config/rbac is generated from these markers).
-// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=training.volcano.sh,resources=hyperjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch.volcano.sh,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy.karmada.io,resources=propagationpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=work.karmada.io,resources=resourcebindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
@@ -73,18 +76,23 @@ type Reconciler struct {
 	// childRecorder reports the children's activity (events.go), with its own spam-filter budget.
 	childRecorder record.EventRecorder
 	exp           *expectations
+	// gateDispatch: Karmada's ResourceBindings are served (the control plane), so children are
+	// dispatched all or nothing (dispatch.go).
+	gateDispatch bool
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
 // field manager FieldOwner), its uncached reader and an Event recorder.
+//
+// The per-pass summaries get a recorder of their own (newChildRecorder, events.go) whose Events are
+// never folded into "(combined from similar events)"; it is started by SetupWithManager.
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
-		client:        client.WithFieldOwner(mgr.GetClient(), FieldOwner),
-		apiReader:     mgr.GetAPIReader(),
-		recorder:      mgr.GetEventRecorderFor(eventSource),
-		childRecorder: mgr.GetEventRecorderFor(eventSourceChildren),
-		exp:           newExpectations(),
+		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorderFor(eventSource),
+		exp:       newExpectations(),
 	}
 }
 
@@ -92,6 +100,13 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 // they control, and the WorkloadPolicies and Namespaces that decide the PropagationPolicies' defaults.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
+	if r.childRecorder == nil {
+		rec, err := newChildRecorder(mgr)
+		if err != nil {
+			return err
+		}
+		r.childRecorder = rec
+	}
 	for _, obj := range []client.Object{&batchv1alpha1.Job{}, &policyv1alpha1.PropagationPolicy{}} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, controllerUIDIndex, indexByController); err != nil {
 			return fmt.Errorf("indexing %T by controlling HyperJob: %w", obj, err)
@@ -100,7 +115,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1alpha1.Job{}, heldIndex, indexHeld); err != nil {
 		return fmt.Errorf("indexing held Volcano Jobs by HyperJob name: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	bld := ctrl.NewControllerManagedBy(mgr)
+	rbKind := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
+	if _, err := mgr.GetRESTMapper().RESTMapping(rbKind.GroupKind(), rbKind.Version); err == nil {
+		r.gateDispatch = true
+		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
+	} else if !apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+	}
+	return bld.
 		Named(ControllerName).
 		For(&trainingv1alpha1.HyperJob{}).
 		Owns(&batchv1alpha1.Job{}).
@@ -119,6 +142,23 @@ func indexByController(obj client.Object) []string {
 		return nil
 	}
 	return []string{string(ref.UID)}
+}
+
+// hyperJobOfBinding maps a ResourceBinding to the HyperJob controlling the Volcano Job it binds.
+func (r *Reconciler) hyperJobOfBinding(ctx context.Context, obj client.Object) []reconcile.Request {
+	rb, ok := obj.(*workv1alpha2.ResourceBinding)
+	if !ok || rb.Spec.Resource.Kind != "Job" || rb.Spec.Resource.APIVersion != batchv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	var job batchv1alpha1.Job
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: rb.Namespace, Name: rb.Spec.Resource.Name}, &job); err != nil {
+		return nil
+	}
+	ref := metav1.GetControllerOf(&job)
+	if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: ref.Name}}}
 }
 
 func (r *Reconciler) allHyperJobs(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -204,6 +244,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // A conflict means the cache is behind the apiserver; it is not an error: the watch event carrying
 // the newer HyperJob triggers the next pass, which recomputes the status from it.
 func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha1.HyperJob, res syncResult) error {
+	if !hyperjobstatus.IsFinished(&hj.Status) {
+		if written, err := r.freezeFinishedCounts(ctx, hj, res); err != nil || !written {
+			return err
+		}
+	}
 	st, newly := ComputeStatus(hj, res.plan, res.jobs)
 	if apiequality.Semantic.DeepEqual(st, hj.Status) {
 		return nil
@@ -228,6 +273,45 @@ func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha
 		r.recorder.Event(hj, typ, newly.Reason, newly.Message)
 	}
 	return nil
+}
+
+// freezeFinishedCounts writes the final counts of children seen finished for the first time into
+// the HyperJob's annotation (finalcounts.go), before the status that records them as finished. The
+// patch is guarded by resourceVersion, like the status: a view that missed an earlier freeze must
+// not overwrite it. hj is updated in place. It reports false (and no error) when the HyperJob
+// changed meanwhile: the status is then not written, and the watch event brings the next pass.
+func (r *Reconciler) freezeFinishedCounts(ctx context.Context, hj *trainingv1alpha1.HyperJob, res syncResult) (bool, error) {
+	fp, err := readFinishedPods(hj)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "final pod counts of finished children are frozen again from what they report")
+	}
+	next, changed := freezeFinished(hj, fp, res.plan, res.jobs)
+	if !changed {
+		return true, nil
+	}
+	v, err := next.encode()
+	if err != nil {
+		return false, err
+	}
+	orig := hj.DeepCopy()
+	if v == "" {
+		delete(hj.Annotations, hbv1.FinishedChildPodsAnnotation)
+	} else {
+		if hj.Annotations == nil {
+			hj.Annotations = map[string]string{}
+		}
+		hj.Annotations[hbv1.FinishedChildPodsAnnotation] = v
+	}
+	if err := r.client.Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		orig.DeepCopyInto(hj)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("final counts not written: the cached HyperJob is outdated", "reason", err.Error())
+			return false, nil
+		}
+		reconcileErrors.WithLabelValues(opStatus).Inc()
+		return false, fmt.Errorf("writing the final pod counts of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+	}
+	return true, nil
 }
 
 // cacheIsCurrent reads the HyperJob from the apiserver, bypassing the cache, and reports whether the

@@ -8,8 +8,11 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 )
 
@@ -24,7 +27,42 @@ import (
 //     failures in one Warning per reason; each action is logged at V(2);
 //   - these summaries come from their own source, eventSourceChildren, whose budget is separate
 //     from the one of the HyperJob's own Events (source eventSource): however busy the children
-//     are, RecreatingJob, ChildJobsCompleted, ChildJobsFailed and refusals are never dropped.
+//     are, RecreatingJob, ChildJobsCompleted, ChildJobsFailed and refusals are never dropped;
+//   - the summaries are never folded together. client-go's EventAggregator merges Events with the
+//     same source, involved object, type and reason (EventAggregatorByReasonFunc) once 10 with
+//     different messages arrive within 10 minutes, into one "(combined from similar events)" Event
+//     that keeps none of the messages. A HyperJob being scaled or rolled out has a summary per pass
+//     under the same reason, so "deleted 8 Volcano Jobs" would be lost. The summaries' recorder
+//     therefore aggregates by the message too (aggregateByMessage): two summaries are combined
+//     only when they say the same thing, which the recorder's dedup counts instead ("count: 2").
+
+// aggregateByMessage is client-go's EventAggregatorByReasonFunc with the message added to the
+// aggregate key: Events that differ in their message are never folded together.
+func aggregateByMessage(e *corev1.Event) (string, string) {
+	key, local := record.EventAggregatorByReasonFunc(e)
+	return key + "\x00" + e.Message, local
+}
+
+// newChildRecorder is the recorder of the per-pass summaries: source eventSourceChildren (a spam
+// filter budget separate from the HyperJob's own Events) and aggregateByMessage. Its broadcaster
+// is shut down when the manager stops.
+func newChildRecorder(mgr ctrl.Manager) (record.EventRecorder, error) {
+	events, err := corev1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("building the Events client of the HyperJob controller: %w", err)
+	}
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{KeyFunc: aggregateByMessage}))
+	b.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: events.Events("")})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		b.Shutdown()
+		return nil
+	})); err != nil {
+		b.Shutdown()
+		return nil, fmt.Errorf("registering the HyperJob Event broadcaster with the manager: %w", err)
+	}
+	return b.NewRecorder(mgr.GetScheme(), corev1.EventSource{Component: eventSourceChildren}), nil
+}
 
 // Reasons of the per-pass Events.
 const (
@@ -39,18 +77,20 @@ const (
 	actCreatedJob
 	actDeletedJob
 	actDeletedPP
+	actDeletedOrphanPP
 	actRecreatedJob
 	numActions
 )
 
 // actionText is each action's sentence (%s: "3 Volcano Jobs") and the kind of child it acts on.
 var actionText = [numActions][2]string{
-	actCreatedPP:    {"created %s", "PropagationPolicy"},
-	actUpdatedPP:    {"updated %s in place", "PropagationPolicy"},
-	actCreatedJob:   {"created %s", "Volcano Job"},
-	actDeletedJob:   {"deleted %s no longer in the spec", "Volcano Job"},
-	actDeletedPP:    {"deleted %s no longer in the spec", "PropagationPolicy"},
-	actRecreatedJob: {"deleted %s to recreate from the changed template", "Volcano Job"},
+	actCreatedPP:       {"created %s", "PropagationPolicy"},
+	actUpdatedPP:       {"updated %s in place", "PropagationPolicy"},
+	actCreatedJob:      {"created %s", "Volcano Job"},
+	actDeletedJob:      {"deleted %s no longer in the spec", "Volcano Job"},
+	actDeletedPP:       {"deleted %s no longer in the spec", "PropagationPolicy"},
+	actDeletedOrphanPP: {"deleted %s whose finished Volcano Job is gone", "PropagationPolicy"},
+	actRecreatedJob:    {"deleted %s to recreate from the changed template", "Volcano Job"},
 }
 
 // pass collects what one reconcile pass did to the children; safe for concurrent use (the slow-start

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestPassReportsOneEventPerPass: a pass that creates 21 children reports them in one Normal Event
@@ -43,4 +47,43 @@ func TestPassReportsOneEventPerPass(t *testing.T) {
 	rec = record.NewFakeRecorder(1)
 	newPass().report(ctx, rec, twoByTwo())
 	assert.Empty(t, rec.Events)
+}
+
+// TestSummariesAreNotCombined feeds twelve per-pass summaries of one HyperJob (same source, object,
+// type and reason, different messages) through client-go's EventCorrelator: with the default key
+// the last ones are folded into "(combined from similar events)", with aggregateByMessage each
+// keeps its own message, and a repeated message is still deduplicated by count.
+func TestSummariesAreNotCombined(t *testing.T) {
+	hj := twoByTwo()
+	event := func(i int) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i), Namespace: hj.Namespace},
+			InvolvedObject: corev1.ObjectReference{Kind: "HyperJob", Namespace: hj.Namespace, Name: hj.Name, UID: hj.UID},
+			Source:         corev1.EventSource{Component: eventSourceChildren},
+			Type:           corev1.EventTypeNormal,
+			Reason:         ReasonSyncedChildren,
+			Message:        fmt.Sprintf("created 1 Volcano Job (%s-a-%d)", hj.Name, i),
+			Count:          1,
+		}
+	}
+	correlate := func(c *record.EventCorrelator) []string {
+		var msgs []string
+		for i := range 12 {
+			res, err := c.EventCorrelate(event(i))
+			require.NoError(t, err)
+			msgs = append(msgs, res.Event.Message)
+		}
+		return msgs
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	def := correlate(record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clk}))
+	assert.Contains(t, def[11], "combined from similar events", "client-go's default key folds the 11th summary (the test's premise)")
+
+	ours := record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{Clock: clk, KeyFunc: aggregateByMessage})
+	for i, m := range correlate(ours) {
+		assert.Equal(t, fmt.Sprintf("created 1 Volcano Job (%s-a-%d)", hj.Name, i), m)
+	}
+	again, err := ours.EventCorrelate(event(3))
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), again.Event.Count, "the same summary twice is one Event with count 2")
 }

@@ -31,7 +31,7 @@ type pending struct {
 	uid       types.UID            // of the HyperJob
 	creates   map[string]types.UID // Volcano Job name → UID created
 	deletes   map[string]types.UID // Volcano Job name → UID deleted
-	applies   map[string]string    // PropagationPolicy name → spec hash applied
+	applies   map[string]string    // PropagationPolicy name → ppStateKey applied
 	ppDeletes map[string]types.UID // PropagationPolicy name → UID deleted
 	deadline  time.Time
 }
@@ -107,7 +107,7 @@ func (e *expectations) satisfied(hj hyperJobRef, jobs map[string]*batchv1alpha1.
 		}
 	}
 	for name, h := range p.applies {
-		if pp := pps[name]; pp != nil && pp.Labels[hbv1.PPSpecHashLabel] == h {
+		if pp := pps[name]; pp != nil && ppStateKey(pp) == h {
 			delete(p.applies, name)
 		}
 	}
@@ -122,4 +122,13 @@ func (e *expectations) satisfied(hj hyperJobRef, jobs map[string]*batchv1alpha1.
 		return true, 0
 	}
 	return false, left
+}
+
+// ppStateKey is what an apply of a PropagationPolicy is expected to show in the cache: its spec hash
+// label, and whether it holds dispatching (which the hash leaves out, dispatch.go).
+func ppStateKey(pp *policyv1alpha1.PropagationPolicy) string {
+	if suspended(pp) {
+		return pp.Labels[hbv1.PPSpecHashLabel] + "/held"
+	}
+	return pp.Labels[hbv1.PPSpecHashLabel]
 }

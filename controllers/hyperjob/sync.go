@@ -9,6 +9,7 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
@@ -65,13 +67,15 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	// Deleted children are let go first: their release never waits for expectations (our own
 	// deletes are expected to vanish) or a plan (see finalizer.go).
 	releaseErr := r.releaseDeleted(ctx, hj, jobs, nil)
-	if hyperjobstatus.IsFinished(&hj.Status) {
-		return res, releaseErr
-	}
 	ref := hyperJobRef{key: client.ObjectKeyFromObject(hj), uid: hj.UID}
 	if ok, left := r.exp.satisfied(ref, jobs, pps); !ok {
 		res.waitFor = left
 		return res, releaseErr
+	}
+	if hyperjobstatus.IsFinished(&hj.Status) {
+		// The terminal guard: no child is created, changed or recreated again. A PropagationPolicy
+		// whose Volcano Job is gone goes with it (nothing will ever create that job again).
+		return res, errors.Join(releaseErr, r.deleteOrphanPPs(ctx, hj, ref, jobs, pps))
 	}
 	inputs, err := policyinputs.Read(ctx, r.client, hj.Namespace)
 	if err != nil {
@@ -89,6 +93,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	}
 
 	recorded := recordedStates(&hj.Status)
+	gate, err := r.gate(ctx, hj, plan, recorded, jobs, pps)
+	if err != nil {
+		return res, errors.Join(releaseErr, err)
+	}
 	desired := make(map[string]bool, len(plan.children))
 	var (
 		applyPPs    []*child
@@ -96,21 +104,27 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		recreate    []*batchv1alpha1.Job
 		terminating int
 		upToDate    = map[string]int{} // replicatedJob → children with the current template
+		orphanPPs   []*policyv1alpha1.PropagationPolicy
 	)
 	for i := range plan.children {
 		c := &plan.children[i]
 		desired[c.name] = true
+		job := jobs[c.name]
+		if s, ok := recorded[c.name]; job == nil && ok && finished(s.Phase) {
+			// Finished, then deleted (by hand, a script, a Volcano TTL): its result stands, it is
+			// never recreated, and its PropagationPolicy goes with it.
+			if pp := pps[c.name]; pp != nil && pp.DeletionTimestamp == nil {
+				orphanPPs = append(orphanPPs, pp)
+			}
+			continue
+		}
 		if pp := pps[c.name]; pp == nil {
 			applyPPs = append(applyPPs, c)
 		} else if pp.DeletionTimestamp == nil && (pp.Labels[hbv1.PPSpecHashLabel] != c.ppHash || ppDrifted(c.pp, pp)) {
 			applyPPs = append(applyPPs, c)
 		}
-		job := jobs[c.name]
 		switch {
 		case job == nil:
-			if s, ok := recorded[c.name]; ok && finished(s.Phase) {
-				continue // finished, then deleted (e.g. by a Volcano TTL): its result stands
-			}
 			createJobs = append(createJobs, c)
 		case job.DeletionTimestamp != nil:
 			terminating++
@@ -157,7 +171,7 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 			}
 		}
 	}
-	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs) == 0 && recreateNow == nil {
+	if len(applyPPs)+len(createJobs)+len(staleJobs)+len(stalePPs)+len(orphanPPs) == 0 && recreateNow == nil {
 		return res, releaseErr
 	}
 	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
@@ -169,6 +183,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	p := newPass()
 	defer p.report(ctx, r.childRecorder, hj)
 	written := r.writePropagationPolicies(ctx, hj, ref, applyPPs, pps, p, &errs)
+	if gate.releasing && len(written) == len(applyPPs) {
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonDispatchingChildren,
+			"every child has a member cluster: dispatching all %d at once (%s)", len(gate.clusters), releaseMessage(gate.clusters))
+	}
 	var ready []*child
 	for _, c := range createJobs {
 		if pps[c.name] != nil || written[c.name] {
@@ -184,7 +202,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		}
 	}
 	for _, pp := range stalePPs {
-		r.deletePP(ctx, ref, pp, p, &errs)
+		r.deletePP(ctx, ref, pp, actDeletedPP, p, &errs)
+	}
+	for _, pp := range orphanPPs {
+		r.deletePP(ctx, ref, pp, actDeletedOrphanPP, p, &errs)
 	}
 	if recreateNow != nil {
 		if r.deleteJob(ctx, ref, recreateNow, actRecreatedJob, p, &errs) && rolloutStarts {
@@ -195,6 +216,59 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// gate applies the all-or-nothing dispatch (dispatch.go) to the plan: until every child has a
+// scheduled cluster, the children's PropagationPolicies are planned with dispatching suspended.
+func (r *Reconciler) gate(ctx context.Context, hj *trainingv1alpha1.HyperJob, plan *Plan, recorded map[string]batchv1alpha1.JobState, jobs map[string]*batchv1alpha1.Job, pps map[string]*policyv1alpha1.PropagationPolicy) (dispatchDecision, error) {
+	if !r.gateDispatch {
+		return dispatchDecision{release: true}, nil
+	}
+	var rbs workv1alpha2.ResourceBindingList
+	if err := r.client.List(ctx, &rbs, client.InNamespace(hj.Namespace)); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return dispatchDecision{}, fmt.Errorf("listing ResourceBindings: %w", err)
+	}
+	skip := map[string]bool{}
+	for name, s := range recorded {
+		if jobs[name] == nil && finished(s.Phase) {
+			skip[name] = true
+		}
+	}
+	d := decideDispatch(plan, skip, pps, bindingsByChild(rbs.Items))
+	if !d.release {
+		for i := range plan.children {
+			suspend(&plan.children[i])
+		}
+		log.FromContext(ctx).V(1).Info("children held back until every one has a member cluster", "waiting", len(d.waiting))
+	}
+	return d, nil
+}
+
+// deleteOrphanPPs deletes, for a finished HyperJob, every PropagationPolicy whose Volcano Job is
+// gone: the terminal guard never recreates that job, so the policy would otherwise stay until the
+// HyperJob is deleted. The caller checked the expectations (a job this controller created is in
+// the cache); the HyperJob is read from the apiserver first, as before any write to children.
+func (r *Reconciler) deleteOrphanPPs(ctx context.Context, hj *trainingv1alpha1.HyperJob, ref hyperJobRef, jobs map[string]*batchv1alpha1.Job, pps map[string]*policyv1alpha1.PropagationPolicy) error {
+	var orphans []*policyv1alpha1.PropagationPolicy
+	for name, pp := range pps {
+		if jobs[name] == nil && pp.DeletionTimestamp == nil {
+			orphans = append(orphans, pp)
+		}
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	if ok, err := r.cacheIsCurrent(ctx, hj); err != nil || !ok {
+		return err // a stale view: the watch event of the newer HyperJob brings the next pass
+	}
+	var errs []error
+	p := newPass()
+	defer p.report(ctx, r.childRecorder, hj)
+	for _, pp := range orphans {
+		r.deletePP(ctx, ref, pp, actDeletedOrphanPP, p, &errs)
+	}
+	return errors.Join(errs...)
 }
 
 // listChildren returns the Volcano Jobs and PropagationPolicies the HyperJob controls, by name.
@@ -242,6 +316,7 @@ func ppDrifted(want, have *policyv1alpha1.PropagationPolicy) bool {
 	wt, wp := scheduling(&w.Placement)
 	ht, hp := scheduling(&h.Placement)
 	return w.PropagateDeps != h.PropagateDeps || wt != ht || wp != hp ||
+		!apiequality.Semantic.DeepEqual(w.Suspension, h.Suspension) ||
 		!apiequality.Semantic.DeepEqual(w.ResourceSelectors, h.ResourceSelectors) ||
 		!apiequality.Semantic.DeepEqual(clusterNames(&w.Placement), clusterNames(&h.Placement)) ||
 		!apiequality.Semantic.DeepEqual(w.Placement.SpreadConstraints, h.Placement.SpreadConstraints)
@@ -271,7 +346,7 @@ func (r *Reconciler) writePropagationPolicies(ctx context.Context, hj *trainingv
 		if err != nil {
 			return err
 		}
-		r.exp.applied(ref, c.name, c.ppHash)
+		r.exp.applied(ref, c.name, ppStateKey(c.pp))
 		ok[i] = true // each goroutine writes its own index
 		return nil
 	})
@@ -446,13 +521,13 @@ func (r *Reconciler) deleteJob(ctx context.Context, ref hyperJobRef, j *batchv1a
 	return false
 }
 
-func (r *Reconciler) deletePP(ctx context.Context, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, p *pass, errs *[]error) {
+func (r *Reconciler) deletePP(ctx context.Context, ref hyperJobRef, pp *policyv1alpha1.PropagationPolicy, act int, p *pass, errs *[]error) {
 	uid := pp.UID
 	err := r.client.Delete(ctx, pp, client.Preconditions{UID: &uid})
 	switch {
 	case err == nil:
 		r.exp.deletedPP(ref, pp.Name, uid)
-		p.did(ctx, actDeletedPP, pp.Name)
+		p.did(ctx, act, pp.Name)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 	default:
 		reconcileErrors.WithLabelValues(opDeletePP).Inc()

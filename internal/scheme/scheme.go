@@ -4,6 +4,7 @@ package scheme
 
 import (
 	karmadapolicyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	karmadaworkv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +30,7 @@ func New() *runtime.Scheme {
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,
 		karmadapolicyv1alpha1.Install,
+		karmadaworkv1alpha2.Install,
 		jobsetv1alpha2.AddToScheme,
 	} {
 		utilruntime.Must(add(s))

@@ -27,12 +27,13 @@ var rules = []struct {
 	{"internal/defaults", []string{"api/v1alpha1"}},
 	{"internal/naming", nil},
 	{"internal/hyperjobstatus", nil},
+	{"internal/autosplit", nil},
 	{"internal/jsonpatch", nil},
 	{"internal/scheme", []string{"api/v1alpha1"}},
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"internal/policyinputs", []string{"api/v1alpha1", "internal/defaults"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
-	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs"}},
+	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit"}},
 	// HyperNode discovery: the framework, its config and fabric packages and the providers import
 	// one another, never another controller.
 	{"controllers/hypernode", []string{"controllers/hypernode"}},

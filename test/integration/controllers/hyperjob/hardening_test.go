@@ -125,7 +125,7 @@ func TestFinishedChildDeletedWhileManagerDownIsNotRecreated(t *testing.T) {
 	got, pps, err := children(ctx, ns, "d")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"d-a-1"}, keys(got), "the finished child is not recreated")
-	assert.Len(t, pps, 2)
+	assert.Equal(t, []string{"d-a-1"}, keys(pps), "its PropagationPolicy went with it")
 
 	setJobStatus(t, ns, "d-a-1", batchv1alpha1.Completed, nil)
 	c := waitForCondition(t, ns, "d", hyperjob.ConditionCompleted, hyperjob.ReasonChildrenCompleted)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -321,12 +323,17 @@ func TestStatusAndTerminalGuard(t *testing.T) {
 		return err == nil && hj.Status.ObservedGeneration == hj.Generation, err
 	})
 	// observedGeneration is written after the children are synced: a wrong controller has acted by now.
-	jobs, _, err := children(ctx, ns, "st")
+	// The deleted child's PropagationPolicy goes with it, even though the HyperJob is finished.
+	waitForEvent(t, ns, "st", hyperjob.ReasonSyncedChildren, "deleted 1 PropagationPolicy whose finished Volcano Job is gone (st-b-0)")
+	jobs, pps, err := children(ctx, ns, "st")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := keys(jobs); !slices.Equal(got, []string{"st-a-0", "st-a-1"}) {
 		t.Errorf("children of the finished HyperJob %v, want [st-a-0 st-a-1]: nothing recreated or added", got)
+	}
+	if got := keys(pps); !slices.Equal(got, []string{"st-a-0", "st-a-1"}) {
+		t.Errorf("PropagationPolicies of the finished HyperJob %v, want [st-a-0 st-a-1]: st-b-0's went with its job", got)
 	}
 	hj, _ := getHyperJob(ctx, ns, "st")
 	if !apimeta.IsStatusConditionTrue(hj.Status.Conditions, hyperjob.ConditionCompleted) ||
@@ -482,26 +489,33 @@ func TestFinishedChildDeletedIsNotRecreated(t *testing.T) {
 	startManager(t, testConfig(), ns)
 	create(t, builders.MakeHyperJob(ns, "ttl").ReplicatedJobs(replicatedJob("a", 2)).Obj())
 	jobs, _ := waitForChildren(t, timeout, ns, "ttl", names("ttl", "a", 2))
-	setJobStatus(t, ns, "ttl-a-0", batchv1alpha1.Completed, nil)
+	setJobStatus(t, ns, "ttl-a-0", batchv1alpha1.Completed, func(s *batchv1alpha1.JobStatus) { s.Succeeded, s.Failed = 4, 1 })
 	waitFor(t, timeout, "ttl-a-0 recorded as Completed", func(ctx context.Context) (bool, error) {
 		hj, err := getHyperJob(ctx, ns, "ttl")
 		return err == nil && len(hj.Status.ReplicatedJobsStatus) == 1 &&
 			hj.Status.ReplicatedJobsStatus[0].JobStates["ttl-a-0"].Phase == batchv1alpha1.Completed, err
 	})
+	// Volcano lowers a finished job's counts as its pods go: the HyperJob keeps the final ones.
+	setJobStatus(t, ns, "ttl-a-0", batchv1alpha1.Completed, func(s *batchv1alpha1.JobStatus) { s.Succeeded, s.Failed = 1, 0 })
+	waitForFullReconcile(t, ns, "ttl", 2)
+	if hj, err := getHyperJob(ctx, ns, "ttl"); err != nil || hj.Status.ReplicatedJobsStatus[0].Succeeded != 4 || hj.Status.ReplicatedJobsStatus[0].Failed != 1 {
+		t.Fatalf("after ttl-a-0 reported fewer pods: %+v (%v); want its final 4 succeeded and 1 failed", hj.Status.ReplicatedJobsStatus, err)
+	}
 	if err := env.Client.Delete(ctx, jobs["ttl-a-0"]); err != nil {
 		t.Fatal(err)
 	}
-	// The PropagationPolicy stays (the child is still part of the HyperJob), the job is not recreated,
-	// even after a whole reconcile that follows the deletion.
+	// The job is not recreated, even after a whole reconcile that follows the deletion, and its
+	// PropagationPolicy goes with it (nothing will create that job again).
 	waitForFullReconcile(t, ns, "ttl", 2)
+	waitForEvent(t, ns, "ttl", hyperjob.ReasonSyncedChildren, "deleted 1 PropagationPolicy whose finished Volcano Job is gone (ttl-a-0)")
 	got, pps, err := children(ctx, ns, "ttl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(keys(got), []string{"ttl-a-1"}) || len(pps) != 2 {
-		t.Fatalf("jobs %v policies %v; want only ttl-a-1 (ttl-a-0 finished) and both policies", keys(got), keys(pps))
+	if !slices.Equal(keys(got), []string{"ttl-a-1"}) || !slices.Equal(keys(pps), []string{"ttl-a-1"}) {
+		t.Fatalf("jobs %v policies %v; want only ttl-a-1 (ttl-a-0 finished and deleted, its policy with it)", keys(got), keys(pps))
 	}
-	setJobStatus(t, ns, "ttl-a-1", batchv1alpha1.Completed, nil)
+	setJobStatus(t, ns, "ttl-a-1", batchv1alpha1.Completed, func(s *batchv1alpha1.JobStatus) { s.Succeeded = 2 })
 	waitFor(t, timeout, "Completed with the deleted child counted", func(ctx context.Context) (bool, error) {
 		hj, err := getHyperJob(ctx, ns, "ttl")
 		if err != nil {
@@ -510,4 +524,8 @@ func TestFinishedChildDeletedIsNotRecreated(t *testing.T) {
 		c := apimeta.FindStatusCondition(hj.Status.Conditions, hyperjob.ConditionCompleted)
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "2 of 2"), nil
 	})
+	hj, err := getHyperJob(ctx, ns, "ttl")
+	require.NoError(t, err)
+	assert.Equal(t, [2]int32{6, 1}, [2]int32{hj.Status.ReplicatedJobsStatus[0].Succeeded, hj.Status.ReplicatedJobsStatus[0].Failed},
+		"final counts: the deleted ttl-a-0's 4+1 and ttl-a-1's 2")
 }
