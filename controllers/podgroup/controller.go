@@ -42,6 +42,9 @@ const (
 	// ReasonMinResourcesKept: a LimitRange or RuntimeClass change would re-price a gang whose pods
 	// already exist (and were admitted at the old price); the PodGroup keeps its minResources.
 	ReasonMinResourcesKept = "MinResourcesKept"
+	// ReasonGangNotPossible: the JobSet would be a gang, but JobSet creates its pods in stages
+	// (defaults.JobSetStagedStart), so it gets no PodGroup.
+	ReasonGangNotPossible = "GangNotPossible"
 )
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
@@ -66,6 +69,8 @@ type Reconciler struct {
 	warned map[types.UID]types.UID
 	// kept is the new price last reported as not applied (MinResourcesKept) per JobSet UID.
 	kept map[types.UID]string
+	// staged is the staged-start feature last reported (GangNotPossible) per JobSet UID.
+	staged map[types.UID]string
 }
 
 // NewReconciler builds a Reconciler from the manager's cached client.
@@ -77,6 +82,7 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
 		warned:   map[types.UID]types.UID{},
 		kept:     map[types.UID]string{},
+		staged:   map[types.UID]string{},
 	}
 }
 
@@ -156,6 +162,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ns, pols := inputs.Namespace, inputs.Policies
 	switch {
 	case !IsGang(&js, ns, pols):
+		if feature := defaults.JobSetGangBlocked(&js, ns, pols); feature != "" {
+			r.reportStaged(&js, feature)
+			return reconcile.Result{}, r.release(ctx, &js, have, "not a gang: "+feature)
+		}
 		return reconcile.Result{}, r.release(ctx, &js, have, "not a gang")
 	case Suspended(&js):
 		return reconcile.Result{}, r.release(ctx, &js, have, "suspended")
@@ -315,6 +325,20 @@ func (r *Reconciler) keepPrice(ctx context.Context, js *jobsetv1alpha2.JobSet, h
 		return false, fmt.Errorf("listing pods of JobSet %s/%s: %w", js.Namespace, js.Name, err)
 	}
 	return len(pods.Items) > 0, nil
+}
+
+// reportStaged sends one GangNotPossible Warning per JobSet and feature (per process).
+func (r *Reconciler) reportStaged(js *jobsetv1alpha2.JobSet, feature string) {
+	r.mu.Lock()
+	same := r.staged[js.UID] == feature
+	r.staged[js.UID] = feature
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	r.recorder.Eventf(js, corev1.EventTypeWarning, ReasonGangNotPossible,
+		"no PodGroup: JobSet creates this JobSet's pods in stages (%s), so a gang of all of them could never start; its pods are scheduled without a gang. Remove the feature to get a gang, or set annotation %s: \"false\" to say that no gang is wanted",
+		feature, hbv1.GangAnnotation)
 }
 
 // reportKept sends one MinResourcesKept Event per new price (per process).
