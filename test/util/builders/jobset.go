@@ -18,6 +18,8 @@ type JobSetExample struct {
 	// Source is the file and block it was read from, e.g. "keps/104-StartupPolicy/README.md#1".
 	Source string
 	JobSet *jobsetv1alpha2.JobSet
+	// Raw is the block's text.
+	Raw []byte
 	// Err is why the block does not decode as a JobSet (nil when it does).
 	Err error
 }
@@ -48,7 +50,7 @@ func JobSetKEPExamples() ([]JobSetExample, error) {
 			if !bytes.Contains(block, []byte("kind: JobSet")) {
 				continue
 			}
-			ex := JobSetExample{Source: fmt.Sprintf("%s#%d", filepath.ToSlash(rel), i+1)}
+			ex := JobSetExample{Source: fmt.Sprintf("%s#%d", filepath.ToSlash(rel), i+1), Raw: block}
 			js := &jobsetv1alpha2.JobSet{}
 			if err := yaml.Unmarshal(block, js); err != nil {
 				ex.Err = err
