@@ -297,6 +297,7 @@ type chooser struct {
 	// node has allocatable. A pod left in bigPods fits no node at any tier.
 	bigPods   []vector
 	mostAlloc vector
+	allocBuf  vector
 }
 
 func newChooser(t topology.Tree, req Request, nodes int) *chooser {
@@ -762,7 +763,10 @@ func (p *problem) distinct() []vector {
 // raises mostAlloc.
 func (c *chooser) noteAllocatable(ni fwk.NodeInfo) {
 	alloc := ni.GetAllocatable()
-	have := make(vector, c.k)
+	if c.allocBuf == nil {
+		c.allocBuf = make(vector, c.k)
+	}
+	have := c.allocBuf
 	for i, n := range c.p.names {
 		switch n {
 		case corev1.ResourceCPU:
