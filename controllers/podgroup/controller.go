@@ -39,18 +39,27 @@ const (
 	ReasonPodGroupPrefix  = "PodGroup"
 	// ReasonDefaultSkipped: a policy default was left out of the PodGroup because it would contradict the JobSet.
 	ReasonDefaultSkipped = "DefaultSkipped"
+	// ReasonMinResourcesKept: a LimitRange or RuntimeClass change would re-price a gang whose pods
+	// already exist (and were admitted at the old price); the PodGroup keeps its minResources.
+	ReasonMinResourcesKept = "MinResourcesKept"
+	// ReasonGangNotPossible: the JobSet would be a gang, but JobSet creates its pods in stages
+	// (defaults.JobSetStagedStart), so it gets no PodGroup.
+	ReasonGangNotPossible = "GangNotPossible"
 )
 
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler keeps one PodGroup per gang JobSet.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// reader reads the apiserver directly (the manager caches no pods): whether a JobSet has pods.
+	reader   client.Reader
 	recorder record.EventRecorder
 
 	mu sync.Mutex
@@ -58,22 +67,30 @@ type Reconciler struct {
 	phases map[types.UID]schedulingv1beta1.PodGroupPhase
 	// warned is the foreign PodGroup (by UID) last warned about per JobSet UID (one Event each).
 	warned map[types.UID]types.UID
+	// kept is the new price last reported as not applied (MinResourcesKept) per JobSet UID.
+	kept map[types.UID]string
+	// staged is the staged-start feature last reported (GangNotPossible) per JobSet UID.
+	staged map[types.UID]string
 }
 
 // NewReconciler builds a Reconciler from the manager's cached client.
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	return &Reconciler{
 		client:   mgr.GetClient(),
+		reader:   mgr.GetAPIReader(),
 		recorder: mgr.GetEventRecorderFor(FieldOwner),
 		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
 		warned:   map[types.UID]types.UID{},
+		kept:     map[types.UID]string{},
+		staged:   map[types.UID]string{},
 	}
 }
 
 // SetupWithManager watches JobSets, PodGroups (mapped to the JobSet of the same name, foreign ones
 // included), and the inputs of minResources and of the defaults: LimitRanges (the namespace's
-// JobSets), RuntimeClasses and WorkloadPolicies (every JobSet). A PodGroup that is Running keeps its
-// minResources, so LimitRange and RuntimeClass changes only reach gangs that have not started.
+// JobSets), RuntimeClasses and WorkloadPolicies (every JobSet). A gang whose pods exist keeps its
+// minResources (see keepPrice), so LimitRange and RuntimeClass changes only reach gangs that have not
+// started.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	registerMetrics()
 	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -145,6 +162,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ns, pols := inputs.Namespace, inputs.Policies
 	switch {
 	case !IsGang(&js, ns, pols):
+		if feature := defaults.JobSetGangBlocked(&js, ns, pols); feature != "" {
+			r.reportStaged(&js, feature)
+			return reconcile.Result{}, r.release(ctx, &js, have, "not a gang: "+feature)
+		}
 		return reconcile.Result{}, r.release(ctx, &js, have, "not a gang")
 	case Suspended(&js):
 		return reconcile.Result{}, r.release(ctx, &js, have, "suspended")
@@ -173,10 +194,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 	}
-	if have != nil && have.Status.Phase == schedulingv1beta1.PodGroupRunning {
-		// A running gang keeps its minResources: LimitRange or RuntimeClass changes apply to pods
-		// created later, not to the gang already admitted.
-		want.Spec.MinResources = have.Spec.MinResources
+	if have != nil && want.Spec.MinMember == have.Spec.MinMember && !sameResources(want.Spec.MinResources, have.Spec.MinResources) {
+		keep, err := r.keepPrice(ctx, &js, have)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if keep {
+			r.reportKept(&js, want, have)
+			want.Spec.MinResources = have.Spec.MinResources
+		}
 	}
 	if have != nil && UpToDate(want, have) {
 		return reconcile.Result{}, nil
@@ -273,6 +299,61 @@ func (r *Reconciler) reportPhase(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta
 		}
 	}
 	r.recorder.Event(js, typ, ReasonPodGroupPrefix+string(phase), msg)
+}
+
+// keepPrice says whether the gang's PodGroup keeps its minResources although the LimitRange or
+// RuntimeClass inputs now give another price for the same members: the gang is Running, or any of its
+// pods exists. Those pods were admitted with the old defaults and overhead and keep their requests;
+// a gang priced from the new inputs would wait for capacity its pods never ask for. Only gangs with
+// no pod yet (not started; a suspended JobSet has no PodGroup and gets a fresh one on resume) are
+// re-priced. A changed member count (the JobSet's replicatedJobs changed) is always re-priced.
+// The JobSet's status (child Jobs with pods) answers first; a list of one pod's metadata closes the
+// window before the JobSet controller reports its Jobs.
+func (r *Reconciler) keepPrice(ctx context.Context, js *jobsetv1alpha2.JobSet, have *schedulingv1beta1.PodGroup) (bool, error) {
+	if have.Status.Phase == schedulingv1beta1.PodGroupRunning {
+		return true, nil
+	}
+	for _, s := range js.Status.ReplicatedJobsStatus {
+		if s.Active+s.Ready+s.Succeeded+s.Failed > 0 {
+			return true, nil
+		}
+	}
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.reader.List(ctx, pods, client.InNamespace(js.Namespace),
+		client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name}, client.Limit(1)); err != nil {
+		return false, fmt.Errorf("listing pods of JobSet %s/%s: %w", js.Namespace, js.Name, err)
+	}
+	return len(pods.Items) > 0, nil
+}
+
+// reportStaged sends one GangNotPossible Warning per JobSet and feature (per process).
+func (r *Reconciler) reportStaged(js *jobsetv1alpha2.JobSet, feature string) {
+	r.mu.Lock()
+	same := r.staged[js.UID] == feature
+	r.staged[js.UID] = feature
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	r.recorder.Eventf(js, corev1.EventTypeWarning, ReasonGangNotPossible,
+		"no PodGroup: JobSet creates this JobSet's pods in stages (%s), so a gang of all of them could never start; its pods are scheduled without a gang. Remove the feature to get a gang, or set annotation %s: \"false\" to say that no gang is wanted",
+		feature, hbv1.GangAnnotation)
+}
+
+// reportKept sends one MinResourcesKept Event per new price (per process).
+func (r *Reconciler) reportKept(js *jobsetv1alpha2.JobSet, want, have *schedulingv1beta1.PodGroup) {
+	price := formatResources(want.Spec.MinResources)
+	r.mu.Lock()
+	same := r.kept[js.UID] == price
+	r.kept[js.UID] = price
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	r.recorder.Eventf(js, corev1.EventTypeNormal, ReasonMinResourcesKept,
+		"PodGroup %s keeps minResources %s: the gang's pods exist and were admitted with the LimitRange defaults and RuntimeClass overhead of their creation; the current ones would give %s, which applies after the JobSet is suspended and resumed",
+		have.Name, formatResources(have.Spec.MinResources), price)
 }
 
 // admission reads the namespace's LimitRanges and the RuntimeClasses.

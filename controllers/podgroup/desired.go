@@ -2,7 +2,9 @@ package podgroup
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -126,6 +128,24 @@ func UpToDate(want, have *schedulingv1beta1.PodGroup) bool {
 	return w.MinMember == h.MinMember && w.Queue == h.Queue && w.PriorityClassName == h.PriorityClassName &&
 		sameResources(w.MinResources, h.MinResources) &&
 		equality.Semantic.DeepEqual(w.NetworkTopology, h.NetworkTopology)
+}
+
+// formatResources renders a resource list in a stable order ("cpu=1250m, memory=2Gi"; "none").
+func formatResources(l *corev1.ResourceList) string {
+	if l == nil || len(*l) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(*l))
+	for n := range *l {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		q := (*l)[corev1.ResourceName(n)]
+		parts = append(parts, n+"="+q.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sameResources(a, b *corev1.ResourceList) bool {

@@ -1,6 +1,7 @@
 package podgroup
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 func rl(kv ...string) corev1.ResourceList {
@@ -168,4 +173,60 @@ func assertResources(t *testing.T, want, got corev1.ResourceList) {
 			assert.Zero(t, q.Cmp(g), "%s: want %s, got %s", name, q.String(), g.String())
 		}
 	}
+}
+
+// JobSet's own manifests (the KEPs in its Go module) that start their pods in stages are no gang
+// under a policy's gang default, and the feature is named; the others stay gangs.
+func TestStagedStartIsNoGang(t *testing.T) {
+	exs, err := builders.JobSetKEPExamples()
+	require.NoError(t, err)
+	pols, err := defaults.NewPolicies([]hbv1.WorkloadPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "gang"},
+		Spec: hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Gang: ptr.To(true)}}}})
+	require.NoError(t, err)
+	ns := defaults.Namespace{Name: "team-a"}
+	var staged, gangs int
+	for _, ex := range exs {
+		if ex.Err != nil {
+			continue // KEP 262's last blocks are not valid YAML
+		}
+		js := ex.JobSet
+		var want string
+		for i, rj := range js.Spec.ReplicatedJobs {
+			if len(rj.DependsOn) > 0 {
+				want = fmt.Sprintf("spec.replicatedJobs[%d].dependsOn", i)
+				break
+			}
+		}
+		if want == "" && js.Spec.StartupPolicy != nil && js.Spec.StartupPolicy.StartupPolicyOrder == jobsetv1alpha2.InOrder && len(js.Spec.ReplicatedJobs) > 1 {
+			want = "startupPolicyOrder: InOrder"
+		}
+		got := defaults.JobSetGangBlocked(js, ns, pols)
+		if want == "" {
+			gangs++
+			assert.Empty(t, got, ex.Source)
+			assert.True(t, IsGang(js, ns, pols), "%s is a gang", ex.Source)
+			continue
+		}
+		staged++
+		assert.Contains(t, got, want, ex.Source)
+		assert.False(t, IsGang(js, ns, pols), "%s must not be a gang", ex.Source)
+		assert.Empty(t, defaults.JobSetGangBlocked(js, ns, nil), "%s: no gang wanted, nothing blocked", ex.Source)
+	}
+	assert.GreaterOrEqual(t, staged, 5, "the KEPs show InOrder and dependsOn JobSets")
+	assert.GreaterOrEqual(t, gangs, 3, "the KEPs show plain JobSets")
+
+	one := corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}
+	excl := jobset(map[string]string{jobsetv1alpha2.ExclusiveKey: "cloud.google.com/gke-nodepool"}, rjob("w", 2, ptr.To[int32](4), nil, one))
+	assert.Contains(t, defaults.JobSetGangBlocked(excl, ns, pols), "exclusive placement")
+	onTemplate := jobset(nil, rjob("w", 2, ptr.To[int32](4), nil, one))
+	onTemplate.Spec.ReplicatedJobs[0].Template.Annotations = map[string]string{jobsetv1alpha2.ExclusiveKey: "rack"}
+	assert.Contains(t, defaults.JobSetGangBlocked(onTemplate, ns, pols), "spec.replicatedJobs[0].template")
+	// With the node-selector strategy JobSet's pod webhook does not hold followers back: a gang.
+	excl.Annotations[jobsetv1alpha2.NodeSelectorStrategyKey] = "true"
+	assert.Empty(t, defaults.JobSetGangBlocked(excl, ns, pols))
+	assert.True(t, IsGang(excl, ns, pols))
+	// InOrder with a single replicatedJob starts everything at once: a gang.
+	single := jobset(nil, rjob("w", 2, nil, nil, one))
+	single.Spec.StartupPolicy = &jobsetv1alpha2.StartupPolicy{StartupPolicyOrder: jobsetv1alpha2.InOrder}
+	assert.True(t, IsGang(single, ns, pols))
 }

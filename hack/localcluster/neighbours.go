@@ -200,8 +200,8 @@ var volcanoHooks = []hook{
 }
 
 // jobSetHooks are the JobSet controller's JobSet webhooks (kubebuilder markers in
-// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks (exclusive placement)
-// are not registered here.
+// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks are added to the same
+// configurations by addJobSetPodWebhooks.
 var jobSetHooks = []hook{
 	{"jobset-mutating-webhook-configuration", "mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", create, true},
 	{"jobset-validating-webhook-configuration", "vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", createUpdate, false},
@@ -211,7 +211,42 @@ func volcanoWebhookConfigs(addr string, ca []byte) []client.Object {
 	return webhookConfigs(volcanoHooks, addr, ca)
 }
 func jobSetWebhookConfigs(addr string, ca []byte) []client.Object {
-	return webhookConfigs(jobSetHooks, addr, ca)
+	return addJobSetPodWebhooks(webhookConfigs(jobSetHooks, addr, ca), addr, ca)
+}
+
+// addJobSetPodWebhooks adds the JobSet controller's pod webhooks (mpod.kb.io, vpod.kb.io: kubebuilder
+// markers in sigs.k8s.io/jobset v0.10.1 pkg/webhooks/pod_*_webhook.go; the objectSelector of its Helm
+// chart, charts/jobset/templates/webhook/) to its mutating and validating configurations, as a
+// user's cluster has them: they implement exclusive placement (leader pods get the topology
+// affinity, follower pods are refused until their leader is scheduled), which without them is
+// silently ignored.
+func addJobSetPodWebhooks(objs []client.Object, addr string, ca []byte) []client.Object {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: create,
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}}
+	jobSetPods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists}}}
+	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + path), CABundle: ca}
+	}
+	for _, o := range objs {
+		switch c := o.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{
+				Name: "mpod.kb.io", ClientConfig: cc("/mutate--v1-pod"), Rules: rules, ObjectSelector: jobSetPods,
+				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
+			})
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
+				Name: "vpod.kb.io", ClientConfig: cc("/validate--v1-pod"), Rules: rules, ObjectSelector: jobSetPods,
+				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
+			})
+		}
+	}
+	return objs
 }
 
 func webhookConfigs(hooks []hook, addr string, ca []byte) []client.Object {

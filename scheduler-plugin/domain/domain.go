@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,6 +102,8 @@ type problem struct {
 	// total is what a domain's summed free capacity must cover: the pods' sum (when they differ) and
 	// the PodGroup's minResources floor; nil when the rooms already say it all.
 	total vector
+	// floor is the minResources floor alone (nil without one), to name it in messages.
+	floor vector
 }
 
 func newProblem(d Demand) *problem {
@@ -149,6 +152,7 @@ func newProblem(d Demand) *problem {
 	}
 	if len(d.Min) > 0 {
 		floor := p.vec(d.Min)
+		p.floor = floor
 		if p.total == nil {
 			p.total = make(vector, len(names))
 		}
@@ -234,6 +238,9 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	}
 	c := newChooser(t, req, len(nodes))
 	c.measure(nodes)
+	if err := c.podTooBig(); err != nil {
+		return nil, err
+	}
 	if !req.Topology {
 		return c.wholeCluster()
 	}
@@ -284,6 +291,13 @@ type chooser struct {
 	podOK    [][]bool // podOK[node][pod]: may the pod use the node; nil when one predicate serves all
 
 	evaluated int
+
+	// bigPods are the distinct pod requests no eligible node's allocatable capacity holds yet
+	// (measure drops each one a node holds); mostAlloc is the most of each resource one eligible
+	// node has allocatable. A pod left in bigPods fits no node at any tier.
+	bigPods   []vector
+	mostAlloc vector
+	allocBuf  vector
 }
 
 func newChooser(t topology.Tree, req Request, nodes int) *chooser {
@@ -315,11 +329,14 @@ func (c *chooser) measure(nodes []fwk.NodeInfo) {
 	c.nodes = nodes
 	k, nh := c.k, c.nh
 	buf := make(vector, k)
+	c.bigPods = c.p.distinct()
+	c.mostAlloc = make(vector, k)
 	for i, ni := range nodes {
 		node := ni.Node()
 		if node == nil || (c.req.Eligible != nil && !c.req.Eligible(node)) {
 			continue
 		}
+		c.noteAllocatable(ni)
 		if c.podOK != nil {
 			if c.podOK[i] = eligiblePods(c.req.Demand.Eligible, len(c.p.pods), node); c.podOK[i] == nil {
 				continue // no pod of the gang may use this node
@@ -361,7 +378,7 @@ func (c *chooser) wholeCluster() (*Choice, error) {
 	if c.rooms[c.nh] >= c.need && c.minOK(c.nh) && c.fits(root) {
 		return c.choice(root), nil
 	}
-	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s; the cluster has room for %d", c.p.describe(c.need), c.rooms[c.nh])}
+	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s; %s", c.p.describe(c.need), c.roomNote("the cluster", c.nh))}
 }
 
 // anchor is the lowest HyperNode holding the gang's placed pods (nil when none is placed); the gang
@@ -411,9 +428,9 @@ func (c *chooser) atTier(tier int, anchor *topology.HyperNode) (*topology.HyperN
 	}
 	if len(feasible) == 0 {
 		if anchor != nil {
-			return nil, fmt.Sprintf("tier-%d HyperNode %s (holding the gang's placed pods) has room for %d", tier, best.Name, c.rooms[best.Index])
+			return nil, fmt.Sprintf("tier-%d %s (holding the gang's placed pods)", tier, c.roomNote("HyperNode "+best.Name, best.Index))
 		}
-		return nil, fmt.Sprintf("no tier-%d HyperNode has room (best %s: %d)", tier, best.Name, c.rooms[best.Index])
+		return nil, fmt.Sprintf("no tier-%d HyperNode has room for %s (the best: %s)", tier, podCount(c.need), c.roomNote(best.Name, best.Index))
 	}
 	// Best fit: least room left over, ties by name; the detailed check on at most maxCand.
 	sort.Slice(feasible, func(i, j int) bool {
@@ -443,7 +460,7 @@ func (c *chooser) atRoot(notes []string) (*Choice, error) {
 		if c.rooms[c.nh] >= c.need && c.minOK(c.nh) && c.fits(root) {
 			return c.choice(root), nil
 		}
-		notes = append(notes, fmt.Sprintf("the whole cluster has room for %d", c.rooms[c.nh]))
+		notes = append(notes, c.roomNote("the whole cluster", c.nh))
 	case l.TierName != "":
 		notes = append(notes, fmt.Sprintf("only HyperNodes named %q and those below one are allowed (%s); trees without that name are never used", l.TierName, l.Describe))
 	case l.AnyHyperNode:
@@ -635,7 +652,8 @@ func allowedOnly(l gang.Limit, hs []*topology.HyperNode) []*topology.HyperNode {
 	return out
 }
 
-// describe renders the demand, e.g. "8 more pods needing 64 cpu, 64 nvidia.com/gpu".
+// describe renders the demand, e.g. "8 more pods needing 64 cpu, 64 nvidia.com/gpu", and the
+// PodGroup's minResources floor where it asks for more than the pods ("; minResources floor 150 cpu").
 func (p *problem) describe(need int64) string {
 	total := make(vector, len(p.names))
 	for _, v := range p.pods {
@@ -643,30 +661,160 @@ func (p *problem) describe(need int64) string {
 			total[i] += v[i]
 		}
 	}
-	var parts []string
-	for i, n := range p.names {
-		if total[i] == 0 {
-			continue
-		}
-		var q *resource.Quantity
-		switch n {
-		case corev1.ResourceCPU:
-			q = resource.NewMilliQuantity(total[i], resource.DecimalSI)
-		case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
-			q = resource.NewQuantity(total[i], resource.BinarySI)
-		default:
-			q = resource.NewQuantity(total[i], resource.DecimalSI)
-		}
-		parts = append(parts, q.String()+" "+string(n))
-	}
-	s := fmt.Sprintf("%d more pod", need)
+	s := "1 more pod"
 	if need != 1 {
-		s += "s"
+		s = fmt.Sprintf("%d more pods", need)
 	}
-	if len(parts) > 0 {
-		s += " needing " + strings.Join(parts, ", ")
+	if d := p.amounts(total); d != "" {
+		s += " needing " + d
+	}
+	if p.floor != nil {
+		above := make(vector, len(p.floor))
+		for i, v := range p.floor {
+			if v > total[i] {
+				above[i] = v
+			}
+		}
+		if d := p.amounts(above); d != "" {
+			s += " (the PodGroup's minResources ask for " + d + ")"
+		}
 	}
 	return s
+}
+
+// amounts renders the non-zero entries of v with their units: cpu in cores ("1.25 cpu", never
+// millicores, so that every figure of a message compares), memory and ephemeral storage as binary
+// quantities ("3Gi memory"), other resources as counts ("8 nvidia.com/gpu").
+func (p *problem) amounts(v vector) string {
+	var parts []string
+	for i, n := range p.names {
+		if v[i] == 0 {
+			continue
+		}
+		parts = append(parts, amount(n, v[i]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func amount(n corev1.ResourceName, v int64) string {
+	switch n {
+	case corev1.ResourceCPU:
+		return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) + " cpu"
+	case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		return resource.NewQuantity(v, resource.BinarySI).String() + " " + string(n)
+	default:
+		return resource.NewQuantity(v, resource.DecimalSI).String() + " " + string(n)
+	}
+}
+
+// podCount is "1 pod" or "n pods".
+func podCount(n int64) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
+// roomNote says what the domain at index idx holds, in pods of the gang's shape, and, when that
+// is enough but the summed free capacity is below what the gang needs in total (minResources, or
+// the sum of differing pods), which resource falls short: "spine-0 has room for 440 of them but
+// only 16 cpu free of the 150 cpu the gang needs in total".
+func (c *chooser) roomNote(name string, idx int) string {
+	r := c.rooms[idx]
+	var s string
+	switch {
+	case r == 0:
+		s = name + " has room for none of them"
+	case r >= c.need:
+		s = fmt.Sprintf("%s has room for all %s", name, podCount(c.need))
+	default:
+		s = fmt.Sprintf("%s has room for %d of them", name, r)
+	}
+	if r < c.need || c.aggFree == nil {
+		return s
+	}
+	for i, v := range c.p.total {
+		if free := c.aggFree[idx*c.k+i]; free < v {
+			n := c.p.names[i]
+			return fmt.Sprintf("%s but only %s free of the %s the gang needs in total", s, amount(n, max(free, 0)), amount(n, v))
+		}
+	}
+	return s
+}
+
+// distinct is the pods' distinct request vectors.
+func (p *problem) distinct() []vector {
+	var out []vector
+	for _, v := range p.pods {
+		dup := false
+		for _, o := range out {
+			if equal(o, v) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// noteAllocatable drops from bigPods the pods an eligible node's allocatable capacity holds, and
+// raises mostAlloc.
+func (c *chooser) noteAllocatable(ni fwk.NodeInfo) {
+	alloc := ni.GetAllocatable()
+	if c.allocBuf == nil {
+		c.allocBuf = make(vector, c.k)
+	}
+	have := c.allocBuf
+	for i, n := range c.p.names {
+		switch n {
+		case corev1.ResourceCPU:
+			have[i] = alloc.GetMilliCPU()
+		case corev1.ResourceMemory:
+			have[i] = alloc.GetMemory()
+		case corev1.ResourceEphemeralStorage:
+			have[i] = alloc.GetEphemeralStorage()
+		default:
+			have[i] = alloc.GetScalarResources()[n]
+		}
+		c.mostAlloc[i] = max(c.mostAlloc[i], have[i])
+	}
+	if len(c.bigPods) == 0 {
+		return
+	}
+	kept := c.bigPods[:0]
+	for _, v := range c.bigPods {
+		fits := true
+		for i := range v {
+			if v[i] > have[i] {
+				fits = false
+				break
+			}
+		}
+		if !fits {
+			kept = append(kept, v)
+		}
+	}
+	c.bigPods = kept
+}
+
+// podTooBig is the error for a gang with a pod that no eligible node could hold even empty: no
+// HyperNode of any tier, nor the whole cluster, helps, so it says so instead of listing tiers.
+func (c *chooser) podTooBig() error {
+	if len(c.bigPods) == 0 {
+		return nil
+	}
+	v := c.bigPods[0]
+	var short []string
+	for i, need := range v {
+		if need > c.mostAlloc[i] {
+			short = append(short, fmt.Sprintf("%s (at most %s on one node)", amount(c.p.names[i], need), amount(c.p.names[i], c.mostAlloc[i])))
+		}
+	}
+	return &Unsatisfiable{Msg: fmt.Sprintf("no node can hold one pod of the gang, at any tier: a pod asks for %s, more than any node the pod may use has allocatable; lower the pod's requests or add larger nodes",
+		strings.Join(short, ", "))}
 }
 
 func display(h *topology.HyperNode) string {

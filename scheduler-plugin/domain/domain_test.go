@@ -117,6 +117,7 @@ func TestChoose(t *testing.T) {
 		req     Request
 		want    string // HyperNode name, RootName for the cluster
 		wantErr []string
+		notErr  []string // what the error must not say
 	}{
 		{name: "4 pods fit a rack; ties by name", req: Request{Demand: Demand{Pods: pods(4, worker)}, Topology: true, Limit: hard(1)}, want: "rack-0"},
 		{name: "best fit: the fullest rack that still holds the gang",
@@ -127,15 +128,15 @@ func TestChoose(t *testing.T) {
 			req:   Request{Demand: Demand{Pods: pods(4, worker)}, Topology: true, Limit: hard(1)}, want: "rack-1"},
 		{name: "8 pods go to a spine when hard allows tier 2", req: Request{Demand: Demand{Pods: pods(8, worker)}, Topology: true, Limit: hard(2)}, want: "spine-0"},
 		{name: "8 pods wait when hard forbids tier 2", req: Request{Demand: Demand{Pods: pods(8, worker)}, Topology: true, Limit: hard(1)},
-			wantErr: []string{"8 more pods needing 32 cpu, 64 nvidia.com/gpu", "no tier-1 HyperNode has room (best rack-0: 4)", "tier 2 and above not allowed (highestTierAllowed=1)"}},
+			wantErr: []string{"8 more pods needing 32 cpu, 64 nvidia.com/gpu", "no tier-1 HyperNode has room for 8 pods (the best: rack-0 has room for 4 of them)", "tier 2 and above not allowed (highestTierAllowed=1)"}},
 		{name: "hard tier 3 reaches core, not the root", req: Request{Demand: Demand{Pods: pods(17, worker)}, Topology: true, Limit: hard(3)},
-			wantErr: []string{"no tier-3 HyperNode has room (best core: 16)", "the cluster root (tier 4) is not allowed"}},
+			wantErr: []string{"no tier-3 HyperNode has room for 17 pods (the best: core has room for 16 of them)", "the cluster root (tier 4) is not allowed"}},
 		{name: "hard tier 4 includes the root", req: Request{Demand: Demand{Pods: pods(17, worker)}, Topology: true, Limit: hard(4)}, want: topology.RootName},
 		{name: "soft falls back to the root, which includes nodes outside every HyperNode",
 			req: Request{Demand: Demand{Pods: pods(20, worker)}, Topology: true, Limit: soft}, want: topology.RootName},
 		{name: "soft prefers the lowest tier", req: Request{Demand: Demand{Pods: pods(3, worker)}, Topology: true, Limit: soft}, want: "rack-0"},
 		{name: "too big for the cluster", req: Request{Demand: Demand{Pods: pods(21, worker)}, Topology: true, Limit: soft},
-			wantErr: []string{"the whole cluster has room for 20"}},
+			wantErr: []string{"the whole cluster has room for 20 of them"}},
 		{name: "no topology: the cluster", req: Request{Demand: Demand{Pods: pods(4, worker)}}, want: topology.RootName},
 		{name: "placed pods anchor the gang to their rack's ancestors",
 			req: Request{Demand: Demand{Pods: pods(2, worker)}, Topology: true, Limit: hard(2), Placed: []string{"n9"}}, want: "rack-2"},
@@ -173,6 +174,25 @@ func TestChoose(t *testing.T) {
 			req: Request{Demand: Demand{Pods: append(pods(4, rl("4", 0)), rl("10", 0))}, Topology: true, Limit: hard(2)},
 			wantErr: []string{"5 more pods needing 26 cpu", "no tier-1 HyperNode can pack the pods (4 checked)",
 				"no tier-2 HyperNode can pack the pods (2 checked)"}},
+		{name: "a pod larger than any node: no tier helps, and the message says so",
+			req:     Request{Demand: Demand{Pods: pods(2, rl("4", 16))}, Topology: true, Limit: soft},
+			wantErr: []string{"no node can hold one pod of the gang, at any tier", "16 nvidia.com/gpu (at most 8 nvidia.com/gpu on one node)", "lower the pod's requests or add larger nodes"},
+			notErr:  []string{"tier-1", "whole cluster", "cpu"}},
+		{name: "a pod larger than any node it may use (the others are ineligible)",
+			req: Request{Demand: Demand{Pods: pods(1, rl("4", 8))}, Topology: true, Limit: soft,
+				Eligible: func(n *corev1.Node) bool { return n.Name == "n0" }},
+			setup: func(c *cluster) {
+				n := gpuNode("n0")
+				n.Status.Allocatable[gpu] = *resource.NewQuantity(4, resource.DecimalSI)
+				c.infos["n0"] = framework.NewNodeInfo()
+				c.infos["n0"].SetNode(n)
+			},
+			wantErr: []string{"no node can hold one pod of the gang", "8 nvidia.com/gpu (at most 4 nvidia.com/gpu on one node)"}},
+		{name: "units: cpu in cores throughout, rooms in pods, and the minResources floor that falls short",
+			req: Request{Demand: Demand{Pods: pods(5, rl("250m", 1)), Min: rl("300", 0)}, Topology: true, Limit: hard(1)},
+			wantErr: []string{"5 more pods needing 1.25 cpu, 5 nvidia.com/gpu (the PodGroup's minResources ask for 300 cpu)",
+				"no tier-1 HyperNode has room for 5 pods (the best: rack-0 has room for all 5 pods but only 256 cpu free of the 300 cpu the gang needs in total)"},
+			notErr: []string{"m cpu", "no node can hold"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +210,11 @@ func TestChoose(t *testing.T) {
 				for _, w := range tc.wantErr {
 					if !strings.Contains(err.Error(), w) {
 						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				for _, w := range tc.notErr {
+					if strings.Contains(err.Error(), w) {
+						t.Errorf("error %q mentions %q", err, w)
 					}
 				}
 				return

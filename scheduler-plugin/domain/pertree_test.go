@@ -76,14 +76,14 @@ func TestChoosePerTreeTierName(t *testing.T) {
 		{name: "core: the H100 core", limit: named("core"), pods: 64, want: "h100-core"},
 		{name: "nvl-rack too big for any NVL rack waits; the H100 tree has room but is never used",
 			limit: named("nvl-rack"), pods: 24,
-			wantErr: []string{`only HyperNodes named "nvl-rack" and those below one are allowed`, "no tier-1 HyperNode has room (best nvl-rack-0: 16)"}},
+			wantErr: []string{`only HyperNodes named "nvl-rack" and those below one are allowed`, "no tier-1 HyperNode has room for 24 pods (the best: nvl-rack-0 has room for 16 of them)"}},
 		{name: "nvl-rack with both NVL racks busy waits instead of using an H100 leaf",
 			setup: func(c *cluster) {
 				for _, n := range []string{"gb-0-0", "gb-1-0"} {
 					c.use(n, rl("1", 8))
 				}
 			},
-			limit: named("nvl-rack"), pods: 9, wantErr: []string{"no tier-1 HyperNode has room (best nvl-rack-0: 8)"}},
+			limit: named("nvl-rack"), pods: 9, wantErr: []string{"no tier-1 HyperNode has room for 9 pods (the best: nvl-rack-0 has room for 8 of them)"}},
 		{name: "leaf never reaches the NVL tree", limit: named("leaf"), pods: 17, wantErr: []string{`named "leaf"`}},
 		{name: "placed pods in an NVL rack stay there", limit: named("nvl-block"), pods: 2, placed: []string{"gb-1-0"}, want: "nvl-rack-1"},
 		{name: "placed pods in the H100 tree cannot satisfy nvl-rack", limit: named("nvl-rack"), pods: 2, placed: []string{"h-0-0"},

@@ -5,6 +5,8 @@ package gang
 
 import (
 	"fmt"
+	"hash/fnv"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +56,10 @@ type Topology struct {
 
 // Spec is what the scheduler needs from a PodGroup.
 type Spec struct {
-	Key          Key
-	UID          types.UID
-	Generation   int64
+	Key Key
+	UID types.UID
+	// Placement identifies the PodGroup fields a placement depends on (PlacementKey).
+	Placement    uint64
 	CreationTime time.Time
 	// MinMember is at least 1.
 	MinMember    int32
@@ -72,7 +75,7 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 	s := Spec{
 		Key:          Key{Namespace: pg.Namespace, Name: pg.Name},
 		UID:          pg.UID,
-		Generation:   pg.Generation,
+		Placement:    PlacementKey(pg),
 		CreationTime: pg.CreationTimestamp.Time,
 		MinMember:    max(pg.Spec.MinMember, 1),
 	}
@@ -99,6 +102,33 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 		}
 	}
 	return s
+}
+
+// PlacementKey is a hash of the PodGroup fields a gang's placement depends on: minMember,
+// minResources, networkTopology and queue. A cached placement is valid while it is unchanged.
+// metadata.generation would not do: Volcano's PodGroup CRD has no status subresource, so every
+// status write (phase, counts, conditions) bumps the generation without changing the placement.
+func PlacementKey(pg *schedulingv1beta1.PodGroup) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "minMember=%d;queue=%s;", pg.Spec.MinMember, pg.Spec.Queue)
+	if pg.Spec.MinResources != nil {
+		names := make([]string, 0, len(*pg.Spec.MinResources))
+		for n := range *pg.Spec.MinResources {
+			names = append(names, string(n))
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			q := (*pg.Spec.MinResources)[corev1.ResourceName(n)]
+			fmt.Fprintf(h, "min:%s=%s;", n, q.String())
+		}
+	}
+	if nt := pg.Spec.NetworkTopology; nt != nil {
+		fmt.Fprintf(h, "nt:mode=%s;name=%s;", nt.Mode, nt.HighestTierName)
+		if nt.HighestTierAllowed != nil {
+			fmt.Fprintf(h, "tier=%d;", *nt.HighestTierAllowed)
+		}
+	}
+	return h.Sum64()
 }
 
 // Limit is a resolved topology constraint.

@@ -63,7 +63,7 @@ func TestSpecOfAndResolve(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := SpecOf(tc.pg, tc.pod)
-			if s.MinMember != 8 || s.UID != "u1" || s.Generation != 3 || s.MinResources.Cpu().String() != "8" {
+			if s.MinMember != 8 || s.UID != "u1" || s.Placement != PlacementKey(tc.pg) || s.MinResources.Cpu().String() != "8" {
 				t.Fatalf("spec = %+v", s)
 			}
 			if tc.want == nil && tc.wantErr == "" {
@@ -153,6 +153,57 @@ func TestSpecOfKeepsNodeResources(t *testing.T) {
 	for n, q := range want {
 		if g, ok := got[n]; !ok || g.Cmp(q) != 0 {
 			t.Errorf("MinResources[%s] = %v, want %v", n, got[n], q)
+		}
+	}
+}
+
+// PlacementKey changes with what placement depends on, and not with status or metadata writes
+// (which bump the generation of a PodGroup: its CRD has no status subresource).
+func TestPlacementKey(t *testing.T) {
+	base := func() *schedulingv1beta1.PodGroup {
+		return &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pg", UID: "u1", Generation: 1},
+			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 8, Queue: "q",
+				MinResources:    &corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "nvidia.com/gpu": resource.MustParse("64")},
+				NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierAllowed: ptr.To(2)}},
+		}
+	}
+	k := PlacementKey(base())
+	same := map[string]func(*schedulingv1beta1.PodGroup){
+		"status write with a new generation": func(pg *schedulingv1beta1.PodGroup) {
+			pg.Generation, pg.ResourceVersion = 7, "99"
+			pg.Status = schedulingv1beta1.PodGroupStatus{Phase: schedulingv1beta1.PodGroupInqueue, Running: 3,
+				Conditions: []schedulingv1beta1.PodGroupCondition{{Type: schedulingv1beta1.PodGroupUnschedulableType, Message: "x"}}}
+		},
+		"labels and annotations": func(pg *schedulingv1beta1.PodGroup) { pg.Labels = map[string]string{"a": "b"} },
+		"the same quantity again": func(pg *schedulingv1beta1.PodGroup) {
+			(*pg.Spec.MinResources)[corev1.ResourceCPU] = resource.MustParse("8000m")
+		},
+	}
+	for name, mutate := range same {
+		pg := base()
+		mutate(pg)
+		if PlacementKey(pg) != k {
+			t.Errorf("%s changed the placement key", name)
+		}
+	}
+	differ := map[string]func(*schedulingv1beta1.PodGroup){
+		"minMember": func(pg *schedulingv1beta1.PodGroup) { pg.Spec.MinMember = 9 },
+		"queue":     func(pg *schedulingv1beta1.PodGroup) { pg.Spec.Queue = "other" },
+		"minResources": func(pg *schedulingv1beta1.PodGroup) {
+			(*pg.Spec.MinResources)[corev1.ResourceCPU] = resource.MustParse("9")
+		},
+		"minResources unset": func(pg *schedulingv1beta1.PodGroup) { pg.Spec.MinResources = nil },
+		"mode":               func(pg *schedulingv1beta1.PodGroup) { pg.Spec.NetworkTopology.Mode = "soft" },
+		"highestTierAllowed": func(pg *schedulingv1beta1.PodGroup) { pg.Spec.NetworkTopology.HighestTierAllowed = ptr.To(3) },
+		"highestTierName":    func(pg *schedulingv1beta1.PodGroup) { pg.Spec.NetworkTopology.HighestTierName = "spine" },
+		"no networkTopology": func(pg *schedulingv1beta1.PodGroup) { pg.Spec.NetworkTopology = nil },
+	}
+	for name, mutate := range differ {
+		pg := base()
+		mutate(pg)
+		if PlacementKey(pg) == k {
+			t.Errorf("a change of %s kept the placement key", name)
 		}
 	}
 }

@@ -136,16 +136,17 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: its networkTopology needs HyperNodes and none exist yet", spec.Key))
 			return
 		}
-		if c := p.getPlan(spec.Key); c != nil && c.pgUID == spec.UID && c.pgGen == spec.Generation && c.treeGen == t.Generation() {
+		if c := p.getPlan(spec.Key); c != nil && c.pgUID == spec.UID && c.pgKey == spec.Placement && c.treeGen == t.Generation() {
 			out = c
 			return
 		}
+		domainChoices.Inc()
 		choice, limit, err := p.choose(t, pod, spec, members, nodes, nil)
 		if err != nil {
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s (%s) waits: %v", spec.Key, limit.Describe, err))
 			return
 		}
-		out = &plan{pgUID: spec.UID, pgGen: spec.Generation, treeGen: t.Generation(), hyper: choice.HyperNode, tier: choice.Tier,
+		out = &plan{pgUID: spec.UID, pgKey: spec.Placement, treeGen: t.Generation(), hyper: choice.HyperNode, tier: choice.Tier,
 			root: choice.Root, nodes: choice.Nodes, rooms: choice.Rooms, need: choice.Need, spilled: len(choice.Spilled) > 0}
 		if choice.Root {
 			out.describe = "the whole cluster"

@@ -10,7 +10,7 @@
 //     a PodGroup change, activates the gated siblings (see preenqueue.go).
 //   - PreFilter: resolves the gang (PodGroup from the pod's scheduling.k8s.io/group-name annotation;
 //     pods without one are skipped), waits until minMember pods exist, chooses the gang's domain once
-//     (cached per PodGroup UID/generation and tree generation) and pins the pod to it through
+//     (cached per PodGroup UID, the PodGroup fields placement depends on, and tree generation) and pins the pod to it through
 //     PreFilterResult.NodeNames. Filter enforces the same set (nominated-node and preemption paths).
 //   - PreScore/Score/NormalizeScore: within the domain, prefer nodes close to the gang's other pods
 //     and leaves with room for more of it.
@@ -37,7 +37,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	schedlisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -116,8 +115,10 @@ var (
 
 // plan is a gang's chosen domain.
 type plan struct {
-	pgUID    types.UID
-	pgGen    int64
+	pgUID types.UID
+	// pgKey is gang.PlacementKey of the PodGroup the plan was made for (not its generation: status
+	// writes bump that).
+	pgKey    uint64
 	treeGen  int64
 	hyper    string
 	tier     int
@@ -151,6 +152,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 
 func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framework.Handle, vf vcinformers.SharedInformerFactory) (*Plugin, error) {
 	logger := klog.FromContext(ctx)
+	registerMetrics()
 	p := &Plugin{
 		handle:         h,
 		args:           a,
@@ -170,18 +172,8 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framewor
 		return nil, err
 	}
 	if _, err := pgInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) { p.onPodGroup(obj) },
-		UpdateFunc: func(oldObj, obj interface{}) {
-			// Spec changes, and leaving a held phase (enqueued, see PreEnqueue), only: other
-			// status updates must not re-activate pods.
-			if o, ok := oldObj.(*schedulingv1beta1.PodGroup); ok {
-				if n, ok := obj.(*schedulingv1beta1.PodGroup); ok && o.Generation == n.Generation &&
-					(!p.held(o.Status.Phase) || p.held(n.Status.Phase)) {
-					return
-				}
-			}
-			p.onPodGroup(obj)
-		},
+		AddFunc:    func(obj interface{}) { p.onPodGroup(obj) },
+		UpdateFunc: p.onPodGroupUpdate,
 		DeleteFunc: func(obj interface{}) { p.onPodGroupDelete(obj) },
 	}); err != nil {
 		return nil, err

@@ -167,6 +167,20 @@ func (p *Plugin) hintPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj interfac
 	return fwk.QueueSkip, nil
 }
 
+// onPodGroupUpdate passes on changes of what placement depends on (gang.PlacementKey), and leaving a
+// held phase (enqueued, see PreEnqueue), only: other status updates must not re-activate pods or
+// drop the gang's plan. The generation cannot tell: Volcano's PodGroup CRD has no status
+// subresource, so every status write bumps it.
+func (p *Plugin) onPodGroupUpdate(oldObj, obj interface{}) {
+	if o, ok := oldObj.(*schedulingv1beta1.PodGroup); ok {
+		if n, ok := obj.(*schedulingv1beta1.PodGroup); ok && o.UID == n.UID && gang.PlacementKey(o) == gang.PlacementKey(n) &&
+			(!p.held(o.Status.Phase) || p.held(n.Status.Phase)) {
+			return
+		}
+	}
+	p.onPodGroup(obj)
+}
+
 // onPodGroup wakes the gang's pending pods when their PodGroup appears or changes.
 func (p *Plugin) onPodGroup(obj interface{}) {
 	pg, ok := obj.(*schedulingv1beta1.PodGroup)
@@ -174,7 +188,7 @@ func (p *Plugin) onPodGroup(obj interface{}) {
 		return
 	}
 	key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
-	if c := p.getPlan(key); c != nil && (c.pgUID != pg.UID || c.pgGen != pg.Generation) {
+	if c := p.getPlan(key); c != nil && (c.pgUID != pg.UID || c.pgKey != gang.PlacementKey(pg)) {
 		p.dropPlan(key)
 	}
 	members := p.members(key)

@@ -85,7 +85,7 @@ func TestGangTooBigForTier1(t *testing.T) {
 	podGroup(t, ns, "tier1", 24, hardTier(1))
 	createPods(t, gangPods(test, ns, "tier1", 24)...)
 	waitPodMessage(t, ns, "tier1", "no tier-1 HyperNode has room", "tier 2 and above not allowed (highestTierAllowed=1)")
-	waitEvent(t, ns, "tier1", "GangWaiting", "24 more pods needing", "24 nvidia.com/gpu", "no tier-1 HyperNode has room (best ", "tier 2 and above not allowed (highestTierAllowed=1)")
+	waitEvent(t, ns, "tier1", "GangWaiting", "24 more pods needing", "24 nvidia.com/gpu", "no tier-1 HyperNode has room for 24 pods (the best: ", "tier 2 and above not allowed (highestTierAllowed=1)")
 	stayUnbound(t, ns, "tier1", 3*time.Second)
 
 	// Soft mode, same size and limit: the other spine.

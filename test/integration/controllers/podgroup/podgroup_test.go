@@ -293,6 +293,44 @@ func TestFinishedReleases(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx(t), client.ObjectKeyFromObject(js), js), "the JobSet itself stays")
 }
 
+// A LimitRange change does not re-price a gang whose pods exist (the real JobSet and Job controllers
+// created them; the apiserver's LimitRanger admitted them at the old default): its PodGroup keeps
+// minResources and the JobSet gets a MinResourcesKept Event naming both prices. Re-pricing it would
+// make the gang wait for capacity its pods never ask for.
+func TestLimitRangeKeepsPriceOfStartedGang(t *testing.T) {
+	framework.StartJobSetAndJobControllers(t, env)
+
+	ns := namespace(t)
+	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+		Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: q("250m")},
+	}}}}
+	require.NoError(t, env.Client.Create(ctx(t), lr))
+	require.Eventually(t, func() bool {
+		var got corev1.LimitRange
+		return ctlCache.Get(ctx(t), client.ObjectKeyFromObject(lr), &got) == nil
+	}, wait, 20*time.Millisecond, "the controller's cache never saw the LimitRange")
+	js := newJobSet(ns, "started", 1, 2, corev1.PodSpec{})
+	require.NoError(t, env.Client.Create(ctx(t), js))
+	waitPG(t, ns, "started", func(pg *schedulingv1beta1.PodGroup) bool {
+		return pg.Spec.MinResources != nil && (*pg.Spec.MinResources).Cpu().Cmp(q("500m")) == 0
+	})
+	require.Eventually(t, func() bool {
+		var pods corev1.PodList
+		if err := env.Client.List(ctx(t), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "started"}); err != nil {
+			return false
+		}
+		return len(pods.Items) == 2
+	}, wait, 50*time.Millisecond, "the JobSet's Job did not create its 2 pods")
+
+	update(t, lr, func() { lr.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU] = q("5") })
+	ev := waitEvent(t, ns, "started", podgroup.ReasonMinResourcesKept)
+	assert.Contains(t, ev.Message, "keeps minResources cpu=500m")
+	assert.Contains(t, ev.Message, "would give cpu=10")
+	pg, err := getPG(t, ns, "started")
+	require.NoError(t, err)
+	assertQty(t, "500m", pg.Spec.MinResources, corev1.ResourceCPU)
+}
+
 // A resync that finds nothing changed writes nothing, counted at the controller's transport.
 func TestNoWritesOnResync(t *testing.T) {
 	ns := namespace(t)

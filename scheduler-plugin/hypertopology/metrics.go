@@ -1,0 +1,23 @@
+package hypertopology
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// domainChoices counts the gang domain choices PreFilter made (a cached placement reused is not
+// counted): about one per gang; more when capacity changed under a plan or the gang's PodGroup
+// changed what its placement depends on.
+var domainChoices = metrics.NewCounter(&metrics.CounterOpts{
+	Name:           "hyperbatch_scheduler_gang_domain_choices_total",
+	Help:           "Gang domain choices made by the HyperTopology plugin's PreFilter (cached placements reused are not counted).",
+	StabilityLevel: metrics.ALPHA,
+})
+
+var registerOnce sync.Once
+
+func registerMetrics() {
+	registerOnce.Do(func() { legacyregistry.MustRegister(domainChoices) })
+}
