@@ -12,14 +12,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // neighbourOptions say which neighbours `up` leaves out.
@@ -38,135 +34,51 @@ type neighbourOptions struct {
 	noVolcano, noVolcanoWebhooks, noJobSet bool
 }
 
-// volcanoControllers run in Volcano's controller-manager here.
-var volcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
-
-// volcanoAdmissions are the webhook-manager's services this cluster registers (Volcano's Helm chart
-// also registers pod webhooks; they serve Volcano's resource-group and budget annotations only, so
-// plain pods here are not routed through them).
-var volcanoAdmissions = []string{"/jobs/mutate", "/jobs/validate", "/podgroups/mutate", "/queues/mutate", "/queues/validate"}
-
 // demoQueues are the Volcano Queues the local cluster creates: Volcano's own two and the README's.
 var demoQueues = []string{"root", "default", "team-a", "shared"}
 
-func (l layout) jobSetConfig() string { return filepath.Join(l.dir, "jobset-config.yaml") }
-
-func (l layout) volcanoControllersComponent() component {
-	pt := l.ports()
-	return component{
-		Name: "vc-controller-manager", Binary: filepath.Join(l.bin, "vc-controller-manager"), StartTimeout: 90 * time.Second,
-		Args: []string{
-			"--kubeconfig=" + l.kubeconfig(),
-			"--leader-elect=false",
-			"--controllers=" + strings.Join(volcanoControllers, ","),
-			"--enable-healthz=true",
-			"--healthz-address=" + loopback(pt.VolcanoHealth),
-			"--enable-metrics=false",
-			"--worker-threads=2",
-		},
-		Ready: httpReady(http.DefaultClient, "http://"+loopback(pt.VolcanoHealth)+"/healthz", ""),
-	}
-}
-
-func (l layout) volcanoWebhookComponent(p pki) component {
-	pt := l.ports()
-	return component{
-		Name: "vc-webhook-manager", Binary: filepath.Join(l.bin, "vc-webhook-manager"), StartTimeout: 90 * time.Second,
-		Args: []string{
-			"--kubeconfig=" + l.kubeconfig(),
-			"--listen-address=127.0.0.1",
-			"--port=" + strconv.Itoa(pt.VolcanoWebhook),
-			"--webhook-url=https://" + loopback(pt.VolcanoWebhook),
-			"--tls-cert-file=" + p.VolcanoWebhookCert,
-			"--tls-private-key-file=" + p.VolcanoWebhookKey,
-			// The webhook-manager writes this CA into its webhook configurations' caBundle.
-			"--ca-cert-file=" + p.CACert,
-			"--enabled-admission=" + strings.Join(volcanoAdmissions, ","),
-			"--enable-healthz=false",
-		},
-		Ready: tlsAnswers(p.CACert, "https://"+loopback(pt.VolcanoWebhook)+"/healthz-probe"),
-	}
-}
-
-func (l layout) jobSetComponent() component {
-	return component{
-		Name: "jobset-controller", Binary: filepath.Join(l.bin, "jobset-controller"), StartTimeout: 90 * time.Second,
-		Args: []string{"--kubeconfig=" + l.kubeconfig(), "--config=" + l.jobSetConfig()},
-		// /readyz passes once the controller's webhook server serves.
-		Ready: httpReady(http.DefaultClient, "http://"+loopback(l.ports().JobSetHealth)+"/readyz", ""),
-	}
-}
-
-// writeJobSetConfig writes the JobSet controller's configuration: leader election, metrics and its own
-// certificate management off; webhook server on loopback with the certificate the local CA signed.
-func (l layout) writeJobSetConfig(p pki) error {
-	pt := l.ports()
-	cfg := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: %q
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %q
-`, loopback(pt.JobSetHealth), pt.JobSetWebhook, p.JobSetCertDir)
-	if err := os.WriteFile(l.jobSetConfig(), []byte(cfg), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", l.jobSetConfig(), err)
-	}
-	return nil
-}
-
-// neighbourComponents lists the neighbours o keeps, in start order.
-func (cs componentSet) neighbours(o neighbourOptions) []component {
-	var out []component
+// neighbours lists the neighbours o keeps, in start order, after checking their binaries exist.
+func (l layout) neighbours(cl localproc.Cluster, o neighbourOptions) (localproc.Stage, error) {
+	var out localproc.Stage
 	if !o.noVolcano {
-		out = append(out, cs.VolcanoControllers)
-		if !o.noVolcanoWebhooks {
-			out = append(out, cs.VolcanoWebhook)
-		}
+		out = append(out, localproc.Volcano(cl, l.bin, !o.noVolcanoWebhooks)...)
 	}
 	if !o.noJobSet {
-		out = append(out, cs.JobSet)
+		js, err := localproc.JobSet(cl, l.bin)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, js...)
 	}
-	return out
-}
-
-// checkNeighbourTools fails with the build command when a kept neighbour's binary is missing.
-func (l layout) checkNeighbourTools(cs componentSet, o neighbourOptions) error {
 	var missing []string
-	for _, c := range cs.neighbours(o) {
+	for _, c := range out {
 		if !isExecutable(c.Binary) {
 			missing = append(missing, c.Name)
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return out, nil
 	}
-	return fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
+	return nil, fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
 		l.rel(l.bin), strings.Join(missing, ", "), strings.Join(missing, " "))
 }
 
 // installNeighbourWebhooks creates the webhook configurations of Volcano's webhook-manager (it only
 // injects the caBundle into configurations that already exist, and waits for them) and of the JobSet
 // controller (which, with its cert rotation off, expects them installed).
-func (k *kube) installNeighbourWebhooks(ctx context.Context, p pki, o neighbourOptions) error {
+func (k *kube) installNeighbourWebhooks(ctx context.Context, o neighbourOptions) error {
+	p := k.cl.PKI()
 	ca, err := os.ReadFile(p.CACert)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p.CACert, err)
 	}
-	pt := k.l.ports()
+	pt := k.cl.Ports()
 	var objs []client.Object
 	if !o.noVolcano && !o.noVolcanoWebhooks {
-		objs = append(objs, volcanoWebhookConfigs(loopback(pt.VolcanoWebhook), ca)...)
+		objs = append(objs, volcanoWebhookConfigs(localproc.Loopback(pt.VolcanoWebhook), ca)...)
 	}
 	if !o.noJobSet {
-		objs = append(objs, jobSetWebhookConfigs(loopback(pt.JobSetWebhook), ca)...)
+		objs = append(objs, jobSetWebhookConfigs(localproc.Loopback(pt.JobSetWebhook), ca)...)
 	}
 	for _, obj := range objs {
 		if err := createIgnoringExisting(ctx, k.c, obj); err != nil {
@@ -296,7 +208,7 @@ func (k *kube) demoVolcanoJob(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("demo failed: Volcano Job default/%s is %q after %s, not Completed (running %d, succeeded %d).\n%s\n%s",
 				demoVolcanoJobName, job.Status.State.Phase, timeout, job.Status.Running, job.Status.Succeeded,
-				logTail(k.l.logFile("vc-controller-manager")), logTail(k.l.logFile("manager")))
+				logTail(k.cl.LogFile("vc-controller-manager")), logTail(k.cl.LogFile("manager")))
 		}
 		if err := sleep(ctx, 300*time.Millisecond); err != nil {
 			return err
@@ -322,30 +234,5 @@ func demoJob() *batchv1alpha1.Job {
 			SchedulerName: schedulerName, Queue: "default", MinAvailable: 3,
 			Tasks: []batchv1alpha1.TaskSpec{task("master", 1), task("worker", 2)},
 		},
-	}
-}
-
-// tlsAnswers passes once url answers over TLS with a certificate the CA signed (any HTTP status: the
-// webhook-manager serves only its admission paths).
-func tlsAnswers(caFile, url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		ca, err := os.ReadFile(caFile)
-		if err != nil {
-			return err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return errors.New("no certificate in " + caFile)
-		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		return resp.Body.Close()
 	}
 }
