@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,10 +74,10 @@ func (k *kube) installNeighbourWebhooks(ctx context.Context, o neighbourOptions)
 	pt := k.cl.Ports()
 	var objs []client.Object
 	if !o.noVolcano && !o.noVolcanoWebhooks {
-		objs = append(objs, volcanoWebhookConfigs(localproc.Loopback(pt.VolcanoWebhook), ca)...)
+		objs = append(objs, localproc.VolcanoWebhookConfigs(localproc.Loopback(pt.VolcanoWebhook), ca, "", map[string]string{managedByLabel: managedByValue})...)
 	}
 	if !o.noJobSet {
-		objs = append(objs, jobSetWebhookConfigs(localproc.Loopback(pt.JobSetWebhook), ca)...)
+		objs = append(objs, localproc.JobSetWebhookConfigs(localproc.Loopback(pt.JobSetWebhook), ca, "", map[string]string{managedByLabel: managedByValue})...)
 	}
 	for _, obj := range objs {
 		if err := createIgnoringExisting(ctx, k.c, obj); err != nil {
@@ -86,77 +85,6 @@ func (k *kube) installNeighbourWebhooks(ctx context.Context, o neighbourOptions)
 		}
 	}
 	return nil
-}
-
-type hook struct {
-	config, name, path, group, version, resource string
-	ops                                          []admissionregistrationv1.OperationType
-	mutating                                     bool
-}
-
-var (
-	create       = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-)
-
-// volcanoHooks mirror the webhooks of Volcano's Helm chart (installer/helm/chart/volcano/templates/
-// webhooks.yaml, v1.14.0-alpha.0) for volcanoAdmissions; the configuration names are the ones the
-// webhook-manager looks up ("volcano-admission-service" + the path with / replaced by -).
-var volcanoHooks = []hook{
-	{"volcano-admission-service-jobs-mutate", "mutatejob.volcano.sh", "/jobs/mutate", "batch.volcano.sh", "v1alpha1", "jobs", create, true},
-	{"volcano-admission-service-podgroups-mutate", "mutatepodgroup.volcano.sh", "/podgroups/mutate", "scheduling.volcano.sh", "v1beta1", "podgroups", create, true},
-	{"volcano-admission-service-queues-mutate", "mutatequeue.volcano.sh", "/queues/mutate", "scheduling.volcano.sh", "v1beta1", "queues", create, true},
-	{"volcano-admission-service-jobs-validate", "validatejob.volcano.sh", "/jobs/validate", "batch.volcano.sh", "v1alpha1", "jobs", createUpdate, false},
-	{"volcano-admission-service-queues-validate", "validatequeue.volcano.sh", "/queues/validate", "scheduling.volcano.sh", "v1beta1", "queues",
-		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, false},
-}
-
-// jobSetHooks are the JobSet controller's JobSet webhooks (kubebuilder markers in
-// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks (exclusive placement)
-// are not registered here.
-var jobSetHooks = []hook{
-	{"jobset-mutating-webhook-configuration", "mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", create, true},
-	{"jobset-validating-webhook-configuration", "vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", createUpdate, false},
-}
-
-func volcanoWebhookConfigs(addr string, ca []byte) []client.Object {
-	return webhookConfigs(volcanoHooks, addr, ca)
-}
-func jobSetWebhookConfigs(addr string, ca []byte) []client.Object {
-	return webhookConfigs(jobSetHooks, addr, ca)
-}
-
-func webhookConfigs(hooks []hook, addr string, ca []byte) []client.Object {
-	var out []client.Object
-	for _, h := range hooks {
-		cc := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + h.path), CABundle: ca}
-		rules := []admissionregistrationv1.RuleWithOperations{{
-			Operations: h.ops,
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{h.group}, APIVersions: []string{h.version}, Resources: []string{h.resource},
-			},
-		}}
-		fail := admissionregistrationv1.Fail
-		none := admissionregistrationv1.SideEffectClassNone
-		if h.mutating {
-			out = append(out, &admissionregistrationv1.MutatingWebhookConfiguration{
-				ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
-				Webhooks: []admissionregistrationv1.MutatingWebhook{{
-					Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
-					AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-				}},
-			})
-			continue
-		}
-		out = append(out, &admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
-				AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-			}},
-		})
-	}
-	return out
 }
 
 // createQueues creates demoQueues (Open, weight 1; root not reclaimable, as Volcano's scheduler makes it).

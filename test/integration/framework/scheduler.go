@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
@@ -17,7 +19,7 @@ import (
 // and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig);
 // o.Kubeconfig, when set, is used for delegated authentication and authorization.
 func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Process, error) {
-	port, err := freePort()
+	port, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Pr
 		// authentication and authorization are skipped.
 		args = append(args, "--authentication-kubeconfig="+o.Kubeconfig, "--authorization-kubeconfig="+o.Kubeconfig)
 	}
-	return start(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", loopback(port))))
+	return StartProcess(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", localproc.Loopback(port))))
 }
 
 // HyperbatchBinDir is where `make build` puts bin/manager and bin/scheduler: HYPERBATCH_BIN, or the
