@@ -118,7 +118,7 @@ type writeCounter struct {
 }
 
 func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		switch req.Method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			if i := strings.Index(req.URL.Path, "/podgroups/"); i >= 0 {
@@ -144,10 +144,6 @@ func (w *writeCounter) For(name string) int {
 	defer w.mu.Unlock()
 	return w.byName[name]
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 type controllerRun struct {
 	writes *writeCounter
