@@ -333,11 +333,7 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 		return framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, SchedulerConf: p.vcConf,
 			ExtraArgs: []string{fmt.Sprintf("--kube-api-qps=%d", peerKubeQPS), fmt.Sprintf("--kube-api-burst=%d", peerKubeQPS)}})
 	}
-	conf := map[string]any{
-		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-		"leaderElection": map[string]any{"leaderElect": false},
-		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
-	}
+	conf := framework.StockSchedulerConfig()
 	if s.name == "hyperbatch" {
 		var err error
 		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -22,20 +20,14 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/configz"
-	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
-	"github.com/hyperbatch/hyperbatch/scheduler-plugin/registry"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 )
 
 // Throughput setup, for each of tpNodeCounts fake nodes (8 CPU, 110 pods each) in its own control
@@ -111,7 +103,6 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "kube-apiserver")); err != nil {
 		b.Skip("no control-plane binaries; set KUBEBUILDER_ASSETS")
 	}
-	ctrllog.SetLogger(klog.NewKlogr())
 	dir := b.TempDir()
 	quietKlog(b, dir)
 	load0 := loadAvg()
@@ -422,20 +413,11 @@ func loadAvg() string {
 }
 
 func quietKlog(b *testing.B, dir string) {
-	f, err := os.Create(filepath.Join(dir, "scheduler.log"))
+	_, closeLog, err := framework.LogToFile(dir, "scheduler.log")
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			b.Errorf("closing scheduler log: %v", err)
-		}
-	})
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	klog.SetOutput(f)
+	b.Cleanup(closeLog)
 }
 
 func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nodes int) tpTree {
@@ -665,57 +647,25 @@ func deletePods(b *testing.B, cs kubernetes.Interface, ns string) {
 	}
 }
 
-// startBenchScheduler runs kube-scheduler with one profile: docs/scheduler-config.yaml for
-// hyperbatch-scheduler, the stock defaults for default-scheduler.
+// startBenchScheduler runs kube-scheduler (schedulerenv) with one profile: docs/scheduler-config.yaml
+// for hyperbatch-scheduler, the stock defaults for default-scheduler.
 func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, dir, profileName string) <-chan struct{} {
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	c := clientcmdapi.NewConfig()
-	c.Clusters["e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	c.AuthInfos["e"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	c.Contexts["e"] = &clientcmdapi.Context{Cluster: "e", AuthInfo: "e"}
-	c.CurrentContext = "e"
-	if err := clientcmd.WriteToFile(*c, kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	conf := map[string]any{
-		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-		"leaderElection": map[string]any{"leaderElect": false},
-		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
-	}
+	conf := framework.StockSchedulerConfig()
 	if profileName == hbName {
 		var err error
 		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
 			b.Fatal(err)
 		}
-		// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
-		if err := framework.WithoutEnqueueWait(conf); err != nil {
-			b.Fatal(err)
-		}
 	}
 	// Same client rate limits for both (the defaults, 50 QPS, would cap the figures at the binding rate).
-	conf["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000}
-	out, _ := json.Marshal(conf)
-	path := filepath.Join(dir, profileName+".yaml")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	opts := options.NewOptions()
-	opts.ConfigFile = path
-	opts.SecureServing.BindPort = 0
-	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		b.Fatal(err)
-	}
-	cc, s, err := app.Setup(ctx, opts, registry.Options()...)
+	conf["clientConnection"] = map[string]any{"qps": 5000, "burst": 5000}
+	// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
+	_, done, err := schedulerenv.Run(ctx, cfg, dir, schedulerenv.Options{
+		Config: conf, WithoutEnqueueWait: profileName == hbName, Profile: profileName, ConfigName: profileName + ".yaml",
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := app.Run(ctx, cc, s); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "scheduler stopped: %v\n", err)
-		}
-	}()
 	return done
 }
 

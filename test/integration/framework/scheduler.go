@@ -2,13 +2,10 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
@@ -48,20 +45,7 @@ func HyperbatchBinDir() string {
 // KubeSchedulerConfiguration) as a generic map, for tests and benchmarks that point it at their own
 // control plane.
 func DocumentedSchedulerConfig() (map[string]any, error) {
-	path := filepath.Join(RepoRoot(), "docs", "scheduler-config.yaml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the documented scheduler config: %w", err)
-	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	var conf map[string]any
-	if err := json.Unmarshal(js, &conf); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return conf, nil
+	return localproc.DocumentedSchedulerConfig(RepoRoot())
 }
 
 // WithoutEnqueueWait sets the HyperTopology args' waitForEnqueue to false in a scheduler
@@ -87,4 +71,14 @@ func WithoutEnqueueWait(conf map[string]any) error {
 		}
 	}
 	return fmt.Errorf("the scheduler configuration has no HyperTopology pluginConfig")
+}
+
+// StockSchedulerConfig is a KubeSchedulerConfiguration with kube-scheduler's defaults: one profile,
+// default-scheduler, and leader election off (the comparison point of the scheduler benchmarks).
+func StockSchedulerConfig() map[string]any {
+	return map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+		"leaderElection": map[string]any{"leaderElect": false},
+		"profiles":       []any{map[string]any{"schedulerName": "default-scheduler"}},
+	}
 }
