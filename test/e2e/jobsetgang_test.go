@@ -23,6 +23,8 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 const (
@@ -150,7 +152,7 @@ func lowestFeasibleTier(t *testing.T, tree hyperNodeTree, fit map[string]int) in
 func waitGangBound(t *testing.T, ns, name string) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	poll(t, 4*time.Minute, fmt.Sprintf("the %d pods of JobSet %s to be bound", gangSize, name), func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 4*time.Minute, fmt.Sprintf("the %d pods of JobSet %s to be bound", gangSize, name), func(ctx context.Context) (bool, error) {
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
 			return false, err
 		}
@@ -169,7 +171,7 @@ func waitGangBound(t *testing.T, ns, name string) []corev1.Pod {
 func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup {
 	t.Helper()
 	pg := &schedulingv1beta1.PodGroup{}
-	poll(t, 60*time.Second, fmt.Sprintf("the JobSet's PodGroup with minMember %d", gangSize), func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, fmt.Sprintf("the JobSet's PodGroup with minMember %d", gangSize), func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
 		return err == nil && pg.Spec.MinMember == gangSize, client.IgnoreNotFound(err)
 	})
@@ -183,7 +185,7 @@ func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup
 // hyperbatch-scheduler places the 4 × 8 JobSet inside one HyperNode of the lowest tier that can
 // hold 32 pods of 2 GPUs, read from the HyperNode tree and the nodes' free GPUs before it is created.
 func TestJobSetGangInOneHyperNode(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "gang-" + ns
 	openQueue(t, queue)
 	tree := readHyperNodeTree(t)
@@ -191,9 +193,9 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 
 	// networkTopology {mode: hard} with no tier: one HyperNode, of whichever tier holds the gang.
 	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
-	out, err := kubectl(t, "apply", "-f", manifest)
+	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
+	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })
 	waitGangPodGroup(t, ns, "gang")
 	pods := waitGangBound(t, ns, "gang")
 
@@ -232,19 +234,19 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 // binds none of the 32 pods; once the annotation is removed the PodGroup says 32 and all are bound.
 func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	vs := startVolcanoScheduler(t)
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "gang-" + ns
 	openQueue(t, queue)
 
 	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
-	out, err := kubectl(t, "apply", "-f", manifest)
+	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
+	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })
 
 	pg := &schedulingv1beta1.PodGroup{}
 	var pods corev1.PodList
 	var why string
-	poll(t, 2*time.Minute, "all 32 pods, and Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 2*time.Minute, "all 32 pods, and Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gang"}, pg); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -267,7 +269,7 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 		assert.Empty(t, p.Spec.NodeName, "pod %s bound while its gang of 33 cannot be complete", p.Name)
 	}
 
-	out, err = kubectl(t, "annotate", "jobset", "gang", "-n", ns, minMemberAnnotation+"-")
+	out, err = primary.Kubectl("annotate", "jobset", "gang", "-n", ns, minMemberAnnotation+"-")
 	require.NoError(t, err, "kubectl annotate: %s", out)
 	pg = waitGangPodGroup(t, ns, "gang")
 	assert.Equal(t, queue, pg.Spec.Queue)

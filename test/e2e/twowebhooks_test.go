@@ -21,6 +21,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // volcanoExamples are the Volcano Jobs among Volcano's own examples (volcano.sh/volcano
@@ -38,7 +40,7 @@ var volcanoExamples = []string{
 func volcanoModuleDir(t *testing.T) string {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", "volcano.sh/volcano")
-	cmd.Dir = filepath.Join(repoRoot(), "hack", "tools", "volcano")
+	cmd.Dir = filepath.Join(e2efw.RepoRoot(), "hack", "tools", "volcano")
 	out, err := cmd.Output()
 	require.NoError(t, err, "go mod download volcano.sh/volcano (in hack/tools/volcano)")
 	var m struct{ Dir string }
@@ -55,7 +57,7 @@ func volcanoModuleDir(t *testing.T) string {
 // write `default`.
 func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	ensureQueue(t, "default")
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
@@ -72,7 +74,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	for _, ex := range volcanoExamples {
 		t.Run(strings.ReplaceAll(ex, "/", "_"), func(t *testing.T) {
 			file := filepath.Join(dir, ex)
-			out, err := kubectl(t, "apply", "-n", ns, "-f", file, "-o", "name")
+			out, err := primary.Kubectl("apply", "-n", ns, "-f", file, "-o", "name")
 			require.NoError(t, err, "client-side apply of %s:\n%s", ex, out)
 			name := strings.TrimPrefix(strings.TrimSpace(out), "job.batch.volcano.sh/")
 			var job batchv1alpha1.Job
@@ -85,7 +87,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			// webhook rewrote the atomic tasks list on create (task minAvailable), so the stored list
 			// differs from the manifest's and belongs to kubectl-client-side-apply. That is Volcano's
 			// behaviour, with or without hyperbatch (docs/webhooks.md).
-			out, err = kubectl(t, "apply", "--server-side", "-n", ns, "-f", file)
+			out, err = primary.Kubectl("apply", "--server-side", "-n", ns, "-f", file)
 			if err != nil {
 				assert.NotContains(t, out, ".spec.queue", "server-side apply after client-side apply conflicts on the queue")
 				assert.Contains(t, out, "conflict with \"kubectl-client-side-apply\"", "unexpected failure:\n%s", out)
@@ -95,13 +97,13 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			assert.Equal(t, "default", job.Spec.Queue, "after the server-side apply")
 
 			// And a fresh server-side create: managedFields show the applier wrote the queue.
-			out, err = kubectl(t, "delete", "-n", ns, "-f", file, "--wait")
+			out, err = primary.Kubectl("delete", "-n", ns, "-f", file, "--wait")
 			require.NoError(t, err, out)
-			out, err = kubectl(t, "apply", "--server-side", "-n", ns, "-f", file)
+			out, err = primary.Kubectl("apply", "--server-side", "-n", ns, "-f", file)
 			require.NoError(t, err, "server-side create:\n%s", out)
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
 			assert.Equal(t, "default", job.Spec.Queue, "server-side create keeps the written queue")
-			_, _ = kubectl(t, "delete", "-n", ns, "-f", file, "--wait=false")
+			_, _ = primary.Kubectl("delete", "-n", ns, "-f", file, "--wait=false")
 		})
 	}
 }
@@ -109,7 +111,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 // A Job Volcano's validation refuses is refused with Volcano's message; hyperbatch's webhooks neither
 // hide it nor replace it.
 func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler"})
