@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -425,7 +424,7 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 	t := tpTree{nodes: nodes}
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(tpNodeCPU, resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
-	parallel(b, tpSetupPar, nodes, func(i int) error {
+	framework.Parallel(b, tpSetupPar, nodes, func(i int) error {
 		name := t.nodeName(i)
 		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{corev1.LabelHostname: name, "tp-rack": fmt.Sprintf("rack-%d", i/tpRack)}}}, metav1.CreateOptions{})
@@ -442,7 +441,7 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
-	parallel(b, tpSetupPar, t.racks(), func(r int) error {
+	framework.Parallel(b, tpSetupPar, t.racks(), func(r int) error {
 		return env.Client.Create(ctx, &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tp-rack-%d", r)},
 			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: []topologyv1alpha1.MemberSpec{{Type: topologyv1alpha1.MemberTypeNode,
 				Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{"tp-rack": fmt.Sprintf("rack-%d", r)}}}}}}})
@@ -534,7 +533,7 @@ func runWorkload(b *testing.B, cs kubernetes.Interface, env *framework.Env, t tp
 	start := time.Now()
 	bound := make(chan error, 1)
 	go func() { bound <- waitBound(ctx, cs, ns, len(pods), 5*time.Minute) }()
-	parallel(b, tpCreators, len(pods), func(i int) error {
+	framework.Parallel(b, tpCreators, len(pods), func(i int) error {
 		p := pods[i]
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, gangPod(ns, fmt.Sprintf("%s-%03d", p.gang, p.i), p.gang, scheduler), metav1.CreateOptions{})
 		return err
@@ -678,34 +677,4 @@ func shuffledSizes(rounds int) []int {
 	rng := rand.New(rand.NewSource(7))
 	rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
 	return sizes
-}
-
-func parallel(b *testing.B, workers, n int, fn func(i int) error) {
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
 }

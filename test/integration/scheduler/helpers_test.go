@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -18,52 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 const gpu = corev1.ResourceName("nvidia.com/gpu")
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxFor(t *testing.T, d time.Duration) context.Context { return framework.TestContext(t, d) }
 
-// dumpLogOnFailure prints the end of the scheduler's log when the test failed.
-func dumpLogOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() || logPath == "" {
-			return
-		}
-		b, err := os.ReadFile(logPath)
-		if err != nil {
-			return
-		}
-		if len(b) > 20000 {
-			b = b[len(b)-20000:]
-		}
-		t.Logf("scheduler log tail:\n%s", b)
-	})
-}
+// dumpLogOnFailure prints the end of the suite's log when the test failed.
+func dumpLogOnFailure(t *testing.T) { framework.DumpLogOnFailure(t, logPath) }
 
-var nsSeq int
-
-// namespace creates a fresh namespace for the test (a suffix keeps -count=N runs apart, as nothing
-// finalizes namespace deletion here); its pods are force-deleted at the end.
+// namespace creates a fresh namespace for the test; its pods are force-deleted at the end.
 func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	nsSeq++
-	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
-	ctx := ctxFor(t, 30*time.Second)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	})
-	return name
+	return framework.SequencedNamespace(t, cs, prefix)
 }
 
 // fakeNode creates a Ready node with 8 GPUs, 64 CPUs and 256Gi, labelled hb-test=<test> plus labels.

@@ -3,7 +3,6 @@ package podgroupstatus
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,50 +23,20 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 const gpu = corev1.ResourceName("nvidia.com/gpu")
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxFor(t *testing.T, d time.Duration) context.Context { return framework.TestContext(t, d) }
 
-// dumpLogOnFailure prints the end of the scheduler/controller log when the test failed.
-func dumpLogOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() || logPath == "" {
-			return
-		}
-		b, err := os.ReadFile(logPath)
-		if err != nil {
-			return
-		}
-		if len(b) > 20000 {
-			b = b[len(b)-20000:]
-		}
-		t.Logf("log tail:\n%s", b)
-	})
-}
+// dumpLogOnFailure prints the end of the suite's log when the test failed.
+func dumpLogOnFailure(t *testing.T) { framework.DumpLogOnFailure(t, logPath) }
 
-var nsSeq int
-
-// namespace creates a fresh namespace (a suffix keeps -count=N runs apart); its pods are
-// force-deleted at the end.
+// namespace creates a fresh namespace for the test; its pods are force-deleted at the end.
 func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	nsSeq++
-	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
-	_, err := cs.CoreV1().Namespaces().Create(ctxFor(t, 30*time.Second), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	})
-	return name
+	return framework.SequencedNamespace(t, cs, prefix)
 }
 
 // rack creates nodes fake nodes (8 GPUs, 64 CPUs each, labelled hb-test=<test>) and a tier-1 HyperNode
