@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,47 +26,27 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 const (
 	gangReplicas = 4
 	gangPodsPer  = 8
 	gangSize     = gangReplicas * gangPodsPer
-	gangGPU      = "nvidia.com/gpu"
+	gangGPU      = builders.GPU
 	gangGPUs     = 2 // per pod: 4 pods fill an 8-GPU node, so 32 pods need more than one 4-node leaf
 )
 
 // gangJobSetManifest is the 4 × 8 JobSet for scheduler, in queue, with one more JobSet annotation.
-func gangJobSetManifest(ns, name, scheduler, queue, annotation, value string) string {
-	return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: %s
-  namespace: %s
-  annotations:
-    %s: %s
-    %s: %q
-spec:
-  replicatedJobs:
-  - name: workers
-    replicas: %d
-    template:
-      spec:
-        parallelism: %d
-        completions: %d
-        backoffLimit: 0
-        template:
-          spec:
-            schedulerName: %s
-            restartPolicy: Never
-            nodeSelector: {type: kwok}
-            containers:
-            - name: trainer
-              image: registry.k8s.io/pause:3.10
-              resources:
-                requests: {cpu: 500m, memory: 1Gi, %s: %d}
-                limits: {%s: %d}
-`, name, ns, defaults.QueueNameAnnotation, queue, annotation, value, gangReplicas, gangPodsPer, gangPodsPer, scheduler, gangGPU, gangGPUs, gangGPU, gangGPUs)
+func gangJobSetManifest(t *testing.T, ns, name, scheduler, queue, annotation, value string) string {
+	t.Helper()
+	gpus := strconv.Itoa(gangGPUs)
+	tmpl := builders.MakePodTemplate("trainer", "registry.k8s.io/pause:3.10").Scheduler(scheduler).NodeSelector("type", "kwok").
+		Request(corev1.ResourceCPU, "500m").Request(corev1.ResourceMemory, "1Gi").Request(gangGPU, gpus).Limit(gangGPU, gpus).Obj()
+	m, err := builders.MakeJobSet(ns, name).Annotation(defaults.QueueNameAnnotation, queue).Annotation(annotation, value).
+		ReplicatedJob("workers", gangReplicas, gangPodsPer, tmpl).Manifest()
+	require.NoError(t, err)
+	return m
 }
 
 // hyperNodeTree is the cluster's HyperNode tree: each HyperNode's nodes (through its descendants).
@@ -192,7 +173,7 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 	tier := lowestFeasibleTier(t, tree, podsThatFit(t))
 
 	// networkTopology {mode: hard} with no tier: one HyperNode, of whichever tier holds the gang.
-	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
+	manifest := writeManifest(t, gangJobSetManifest(t, ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
 	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
 	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })
@@ -238,7 +219,7 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	queue := "gang-" + ns
 	openQueue(t, queue)
 
-	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
+	manifest := writeManifest(t, gangJobSetManifest(t, ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
 	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
 	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })

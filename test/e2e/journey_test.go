@@ -34,6 +34,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
@@ -161,29 +162,15 @@ func writeManifest(t *testing.T, text string) string {
 }
 
 // volcanoJobManifest is 1 master + 8 workers; no queue, priority or scheduler.
-func volcanoJobManifest(ns, name string) string {
-	task := func(n string, replicas int) string {
-		return fmt.Sprintf(`  - name: %s
-    replicas: %d
-    template:
-      spec:
-        restartPolicy: Never
-        nodeSelector: {type: kwok}
-        containers:
-        - name: %s
-          image: registry.k8s.io/pause:3.10
-          resources: {requests: {cpu: 100m, memory: 64Mi}}
-`, n, replicas, n)
+func volcanoJobManifest(t *testing.T, ns, name string) string {
+	t.Helper()
+	task := func(n string) corev1.PodTemplateSpec {
+		return builders.MakePodTemplate(n, "registry.k8s.io/pause:3.10").NodeSelector("type", "kwok").
+			Request(corev1.ResourceCPU, "100m").Request(corev1.ResourceMemory, "64Mi").Obj()
 	}
-	return fmt.Sprintf(`apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  minAvailable: 9
-  tasks:
-%s%s`, name, ns, task("master", 1), task("worker", 8))
+	m, err := builders.MakeVolcanoJob(ns, name).MinAvailable(9).Task("master", 1, task("master")).Task("worker", 8, task("worker")).Manifest()
+	require.NoError(t, err)
+	return m
 }
 
 // leafOf maps each node to its tier-1 HyperNode.
@@ -310,7 +297,7 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
 	})
 	record := recordVolcanoJob(t, ns, "train")
-	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	manifest := writeManifest(t, volcanoJobManifest(t, ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
 
@@ -350,7 +337,7 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
 	record := recordVolcanoJob(t, ns, "train")
-	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	manifest := writeManifest(t, volcanoJobManifest(t, ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
 	assert.Equal(t, queue, job.Spec.Queue)

@@ -66,7 +66,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	// Positive signal first: the webhook has the policy (a queue-less Job gets the policy's queue,
 	// not Volcano's `default`).
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 	require.Equal(t, queue, probe.Spec.Queue, "policy queue wins over Volcano's default fallback")
 	require.NotNil(t, probe.Spec.Tasks[0].MinAvailable, "Volcano's mutating webhook ran on the probe")
 
@@ -116,7 +116,7 @@ func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
 	ensureQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler"})
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 
 	bad := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-big"}, Spec: batchv1alpha1.JobSpec{
 		MinAvailable: 5, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
