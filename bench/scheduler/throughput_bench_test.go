@@ -27,6 +27,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // Throughput setup, for each of tpNodeCounts fake nodes (8 CPU, 110 pods each) in its own control
@@ -468,16 +469,12 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 var tpSeq int
 
 func podGroup(ns, name string, size int) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(size), NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{
-			Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(tpHardTier)}}}
+	return builders.MakePodGroup(ns, name).MinMember(int32(size)).HardTier(tpHardTier).Obj()
 }
 
 func gangPod(ns, name, group, scheduler string) *corev1.Pod {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{gang.GroupNameAnnotation: group}},
-		Spec: corev1.PodSpec{SchedulerName: scheduler, TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x", Resources: corev1.ResourceRequirements{Requests: req}}}}}
+	return builders.MakeGangPod(ns, name, group, scheduler).Image("registry.example/x").
+		Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}).Obj()
 }
 
 func newNamespace(b *testing.B, cs kubernetes.Interface, prefix string) string {

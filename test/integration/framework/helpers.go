@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // Parallel runs fn(0..n-1) on workers goroutines and fails tb with the first error, once all ran.
@@ -95,4 +97,30 @@ func SequencedNamespace(t testing.TB, cs kubernetes.Interface, prefix string) st
 		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 	})
 	return name
+}
+
+// CreateReadyNode creates node (see builders.MakeNode) and, playing the kubelet and the node
+// lifecycle controller that envtest lacks, reports it Ready with capacity and removes the not-ready
+// taint TaintNodesByCondition adds on creation. The node is deleted when the test ends.
+func CreateReadyNode(t testing.TB, cs kubernetes.Interface, node *corev1.Node, capacity corev1.ResourceList) {
+	t.Helper()
+	ctx := TestContext(t, 30*time.Second)
+	created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create node %s: %v", node.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{})
+	})
+	created.Status = builders.ReadyStatus(capacity)
+	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("node %s status: %v", node.Name, err)
+	}
+	updated.Spec.Taints = nil
+	if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("node %s taints: %v", node.Name, err)
+	}
 }

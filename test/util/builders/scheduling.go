@@ -209,10 +209,15 @@ func (w *GangPodWrapper) GPUs(n int64) *GangPodWrapper {
 	return w
 }
 
-// Requests replaces the container's requests, and sets its limits to the same.
+// Requests replaces the container's requests.
 func (w *GangPodWrapper) Requests(rl corev1.ResourceList) *GangPodWrapper {
-	r := &w.Spec.Containers[0].Resources
-	r.Requests, r.Limits = rl, rl
+	w.Spec.Containers[0].Resources.Requests = rl
+	return w
+}
+
+// Limits replaces the container's limits.
+func (w *GangPodWrapper) Limits(rl corev1.ResourceList) *GangPodWrapper {
+	w.Spec.Containers[0].Resources.Limits = rl
 	return w
 }
 
