@@ -13,12 +13,10 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/zap/zapcore"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+	itframework "github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 var (
@@ -32,7 +30,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	itframework.SetupLogs(itframework.QuietErrors)
 	var err error
 	if suite, err = e2efw.Setup(os.Getenv("HYPERBATCH_E2E_KUBECONFIG")); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e clusters: %v\n", err)
