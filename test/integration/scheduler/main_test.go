@@ -31,45 +31,15 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "scheduler integration: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
-
-func run(m *testing.M) (int, error) {
-	dir, err := os.MkdirTemp("", "hb-sched-it")
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(os.Stderr, "removing %s: %v\n", dir, err)
-		}
-	}()
 	// Scheduler logs and the test client's API warnings go to a file (its tail is printed when a test
 	// fails); HB_TEST_LOG=stderr keeps them on stderr.
-	path, closeLog, err := framework.LogToFile(dir, "scheduler.log")
-	if err != nil {
-		return 0, err
-	}
-	defer closeLog()
-	logPath = path
-	env, err = framework.Start(framework.Options{})
-	if err != nil {
-		return 0, fmt.Errorf("control plane did not start: %w", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-	}()
-	if cs, err = kubernetes.NewForConfig(env.Config); err != nil {
-		return 0, err
-	}
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-sched-it", LogFile: "scheduler.log"},
+		func(s *framework.Suite) (int, error) { return run(m, s) }))
+}
 
+func run(m *testing.M, suite *framework.Suite) (int, error) {
+	env, cs, logPath = suite.Env, suite.Clientset, suite.LogPath
+	dir := suite.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	// No PodGroup lifecycle controller runs in this suite (controllers/podgroupstatus has its own):
 	// gangs are placed once their pods exist.

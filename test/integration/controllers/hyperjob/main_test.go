@@ -21,22 +21,15 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	framework.SetupLogs(framework.QuietDiscard)
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	kcm, err := framework.StartKubeControllerManager(env)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "kube-controller-manager (garbage collector): %v\n", err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	kcm.Stop()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-hyperjob-it", Quiet: framework.QuietDiscard}, func(s *framework.Suite) (int, error) {
+		env = s.Env
+		kcm, err := framework.StartKubeControllerManager(env)
+		if err != nil {
+			return 0, fmt.Errorf("kube-controller-manager (garbage collector): %w", err)
+		}
+		defer kcm.Stop()
+		return m.Run(), nil
+	}))
 }
 
 // testConfig is envtest's admin config with client-side rate limiting raised far above anything the

@@ -35,41 +35,15 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "podgroupstatus integration: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
-
-func run(m *testing.M) (int, error) {
-	dir, err := os.MkdirTemp("", "hb-pgstatus-it")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
 	// Scheduler and controller logs go to a file whose tail is printed when a test fails
 	// (HB_TEST_LOG=stderr keeps them on stderr).
-	path, closeLog, err := framework.LogToFile(dir, "test.log")
-	if err != nil {
-		return 0, err
-	}
-	defer closeLog()
-	logPath = path
-	env, err = framework.Start(framework.Options{})
-	if err != nil {
-		return 0, fmt.Errorf("control plane did not start: %w", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-	}()
-	if cs, err = kubernetes.NewForConfig(env.Config); err != nil {
-		return 0, err
-	}
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-pgstatus-it", LogFile: "test.log"},
+		func(s *framework.Suite) (int, error) { return run(m, s) }))
+}
 
+func run(m *testing.M, suite *framework.Suite) (int, error) {
+	env, cs, logPath = suite.Env, suite.Clientset, suite.LogPath
+	dir := suite.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done, err := schedulerenv.Start(ctx, env.Config, dir)
