@@ -42,6 +42,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 var env *framework.Env
@@ -119,8 +120,7 @@ func runOnce(b *testing.B, capability corev1.ResourceList) {
 	cs, err := kubernetes.NewForConfig(ccfg)
 	must(b, err)
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(b, c.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: qname},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability}}))
+	must(b, c.Create(ctx, builders.MakeQueue(qname).Capability(capability).Obj()))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"},
 		Spec: batchv1alpha1.JobSpec{SchedulerName: podgroupstatus.DefaultSchedulerName, MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{
 			Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}}}
@@ -180,8 +180,7 @@ func runOnce(b *testing.B, capability corev1.ResourceList) {
 	start := time.Now()
 	parallel(n, 16, func(i int) {
 		name := fmt.Sprintf("pg-%04d", i)
-		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{*owner}},
-			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: qname, MinResources: &corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}
+		pg := builders.MakePodGroup(ns, name).Owner(owner).Queue(qname).MinGPUs(1).Obj()
 		t0 := time.Now()
 		must(b, c.Create(ctx, pg))
 		mu.Lock()

@@ -43,7 +43,7 @@ import (
 // missing or not Open) and waits until Volcano's queue controller reports it Open.
 func ensureQueue(t *testing.T, name string) {
 	t.Helper()
-	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	q := builders.MakeQueue(name).Obj()
 	if err := c.Create(context.Background(), q); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create Volcano Queue %s: %v", name, err)
 	}

@@ -40,10 +40,7 @@ func (w *NodeWrapper) Labels(l map[string]string) *NodeWrapper {
 
 // Annotation sets an annotation.
 func (w *NodeWrapper) Annotation(k, v string) *NodeWrapper {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[k] = v
+	set(&w.Annotations, k, v)
 	return w
 }
 
@@ -178,19 +175,13 @@ func (w *GangPodWrapper) Obj() *corev1.Pod { return &w.Pod }
 
 // Label sets a label.
 func (w *GangPodWrapper) Label(k, v string) *GangPodWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[k] = v
+	set(&w.Labels, k, v)
 	return w
 }
 
 // NodeSelector restricts the pod to nodes labelled k=v.
 func (w *GangPodWrapper) NodeSelector(k, v string) *GangPodWrapper {
-	if w.Spec.NodeSelector == nil {
-		w.Spec.NodeSelector = map[string]string{}
-	}
-	w.Spec.NodeSelector[k] = v
+	set(&w.Spec.NodeSelector, k, v)
 	return w
 }
 

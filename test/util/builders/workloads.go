@@ -36,10 +36,7 @@ func (w *PodTemplateWrapper) Scheduler(name string) *PodTemplateWrapper {
 
 // NodeSelector sets a node selector entry.
 func (w *PodTemplateWrapper) NodeSelector(k, v string) *PodTemplateWrapper {
-	if w.Spec.NodeSelector == nil {
-		w.Spec.NodeSelector = map[string]string{}
-	}
-	w.Spec.NodeSelector[k] = v
+	set(&w.Spec.NodeSelector, k, v)
 	return w
 }
 
@@ -79,10 +76,7 @@ func (w *JobSetWrapper) Obj() *jobsetv1alpha2.JobSet { return &w.JobSet }
 
 // Annotation sets an annotation.
 func (w *JobSetWrapper) Annotation(k, v string) *JobSetWrapper {
-	if w.Annotations == nil {
-		w.Annotations = map[string]string{}
-	}
-	w.Annotations[k] = v
+	set(&w.Annotations, k, v)
 	return w
 }
 
@@ -135,10 +129,7 @@ func (w *VolcanoJobWrapper) Queue(q string) *VolcanoJobWrapper {
 
 // Label sets a label.
 func (w *VolcanoJobWrapper) Label(k, v string) *VolcanoJobWrapper {
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[k] = v
+	set(&w.Labels, k, v)
 	return w
 }
 
@@ -197,4 +188,12 @@ func pruneValue(v any) bool {
 		return len(x) == 0
 	}
 	return false
+}
+
+// set sets m[k] = v, creating m when nil.
+func set(m *map[string]string, k, v string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[k] = v
 }
