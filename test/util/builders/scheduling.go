@@ -128,7 +128,9 @@ func (w *PodGroupWrapper) NetworkTopology(nt *schedulingv1beta1.NetworkTopologyS
 }
 
 // HardTier sets a hard network topology constraint up to tier.
-func (w *PodGroupWrapper) HardTier(tier int) *PodGroupWrapper { return w.NetworkTopology(HardTier(tier)) }
+func (w *PodGroupWrapper) HardTier(tier int) *PodGroupWrapper {
+	return w.NetworkTopology(HardTier(tier))
+}
 
 // SoftTopology sets a soft network topology constraint.
 func (w *PodGroupWrapper) SoftTopology() *PodGroupWrapper {

@@ -126,4 +126,3 @@ func TestStartReadyFailures(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "hack/tools.sh nothing")
 }
-
