@@ -84,9 +84,16 @@ func TLSAnswers(caFile, url string) func(context.Context) error {
 		if err != nil {
 			return err
 		}
+		return TLSAnswersCA(ca, url)(ctx)
+	}
+}
+
+// TLSAnswersCA is TLSAnswers with the CA's PEM.
+func TLSAnswersCA(ca []byte, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return errors.New("no certificate in " + caFile)
+			return errors.New("no certificate in the CA PEM")
 		}
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
