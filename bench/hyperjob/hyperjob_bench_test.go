@@ -25,17 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -209,31 +205,19 @@ func startManager(b *testing.B, ns string, qps float32, burst int) (*hyperjob.Re
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.Wrap(counter.RoundTrip)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+	var r *hyperjob.Reconciler
+	mgr := framework.StartTestManagerFor(b, cfg, ns, func(o *ctrl.Options) {
+		o.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			c, err := client.New(cfg, o)
 			if err != nil {
 				return nil, err
 			}
 			return countingClient{Client: c, n: &counter.writes}, nil
-		},
+		}
+	}, func(mgr manager.Manager) error {
+		r = hyperjob.NewReconciler(mgr)
+		return r.SetupWithManager(mgr)
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := hyperjob.NewReconciler(mgr)
-	if err := r.SetupWithManager(mgr); err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	b.Cleanup(func() { cancel(); <-done })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		b.Fatal("cache did not sync")
 	}

@@ -73,6 +73,17 @@ func (m *RunningManager) Stop() error {
 // stop is idempotent and also runs at test cleanup; a manager error fails the test.
 func StartTestManager(t testing.TB, cfg *rest.Config, namespace string, edit func(*ctrl.Options), setup func(manager.Manager) error) func() {
 	t.Helper()
+	m := StartTestManagerFor(t, cfg, namespace, edit, setup)
+	return func() {
+		if err := m.Stop(); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}
+}
+
+// StartTestManagerFor is StartTestManager returning the running manager (its cache, its client).
+func StartTestManagerFor(t testing.TB, cfg *rest.Config, namespace string, edit func(*ctrl.Options), setup func(manager.Manager) error) *RunningManager {
+	t.Helper()
 	o := TestManagerOptions(namespace)
 	if edit != nil {
 		edit(&o)
@@ -81,13 +92,12 @@ func StartTestManager(t testing.TB, cfg *rest.Config, namespace string, edit fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := func() {
+	t.Cleanup(func() {
 		if err := m.Stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
-	}
-	t.Cleanup(stop)
-	return stop
+	})
+	return m
 }
 
 // StopOrReport stops m and reports its error on stderr (for TestMain).
