@@ -81,7 +81,13 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 		}
 	}()
 	for _, cl := range st.Clusters {
-		if err := l.upStandalone(ctx, s, cl, topo, o); err != nil {
+		switch cl.Role {
+		case localproc.RoleStandalone:
+			err = l.upStandalone(ctx, s, cl, topo, o)
+		default:
+			err = fmt.Errorf("cluster %s: no bring-up for role %q", cl.Name, cl.Role)
+		}
+		if err != nil {
 			return err
 		}
 	}
