@@ -31,14 +31,29 @@ type Cluster struct {
 	Started  []string `json:"started,omitempty"`
 }
 
-func (c Cluster) LogsDir() string         { return filepath.Join(c.Dir, "logs") }
-func (c Cluster) PidsDir() string         { return filepath.Join(c.Dir, "pids") }
-func (c Cluster) EtcdDir() string         { return filepath.Join(c.Dir, "etcd") }
-func (c Cluster) PKIDir() string          { return filepath.Join(c.Dir, "pki") }
-func (c Cluster) PKI() PKI                { return NewPKI(c.PKIDir()) }
+// LogsDir holds the components' logs.
+func (c Cluster) LogsDir() string { return filepath.Join(c.Dir, "logs") }
+
+// PidsDir holds the PID files.
+func (c Cluster) PidsDir() string { return filepath.Join(c.Dir, "pids") }
+
+// EtcdDir is etcd's data directory.
+func (c Cluster) EtcdDir() string { return filepath.Join(c.Dir, "etcd") }
+
+// PKIDir holds the cluster's certificates and keys.
+func (c Cluster) PKIDir() string { return filepath.Join(c.Dir, "pki") }
+
+// PKI names the cluster's credential files.
+func (c Cluster) PKI() PKI { return NewPKI(c.PKIDir()) }
+
+// SchedulerConfig is hyperbatch-scheduler's configuration file.
 func (c Cluster) SchedulerConfig() string { return filepath.Join(c.Dir, "scheduler-config.yaml") }
-func (c Cluster) JobSetConfig() string    { return filepath.Join(c.Dir, "jobset-config.yaml") }
-func (c Cluster) Ports() Ports            { return PortsFrom(c.PortBase) }
+
+// JobSetConfig is the JobSet controller's configuration file.
+func (c Cluster) JobSetConfig() string { return filepath.Join(c.Dir, "jobset-config.yaml") }
+
+// Ports are the cluster's loopback ports.
+func (c Cluster) Ports() Ports { return PortsFrom(c.PortBase) }
 
 // Kubeconfig is the cluster's own kubeconfig, which its components use: only its context, or, for
 // the first cluster of a state (whose directory is the state's), the shared file with every context
