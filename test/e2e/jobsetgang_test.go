@@ -100,13 +100,13 @@ func podsThatFit(t *testing.T) map[string]int {
 			continue
 		}
 		for _, ctr := range p.Spec.Containers {
-			q := ctr.Resources.Requests[corev1.ResourceName(gangGPU)]
+			q := ctr.Resources.Requests[gangGPU]
 			used[p.Spec.NodeName] += q.Value()
 		}
 	}
 	out := map[string]int{}
 	for _, n := range nodes.Items {
-		alloc := n.Status.Allocatable[corev1.ResourceName(gangGPU)]
+		alloc := n.Status.Allocatable[gangGPU]
 		out[n.Name] = int((alloc.Value() - used[n.Name]) / gangGPUs)
 	}
 	return out
@@ -157,7 +157,7 @@ func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup
 		return err == nil && pg.Spec.MinMember == gangSize, client.IgnoreNotFound(err)
 	})
 	require.NotNil(t, pg.Spec.MinResources)
-	gpus := (*pg.Spec.MinResources)[corev1.ResourceName(gangGPU)]
+	gpus := (*pg.Spec.MinResources)[gangGPU]
 	assert.Equal(t, int64(gangSize*gangGPUs), gpus.Value(), "PodGroup minResources %s", gangGPU)
 	assert.Len(t, pg.OwnerReferences, 1)
 	return pg

@@ -9,16 +9,13 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 )
 
-// NodeWrapper builds a Node: a name, its hostname label, and (with Resources) the capacity a fake
-// node reports in ReadyStatus.
-type NodeWrapper struct {
-	corev1.Node
-	capacity corev1.ResourceList
-}
+// NodeWrapper builds a Node: a name and its hostname label (ReadyStatus is the status a fake node
+// reports).
+type NodeWrapper struct{ corev1.Node }
 
 // MakeNode is a Node with the kubernetes.io/hostname label.
 func MakeNode(name string) *NodeWrapper {
-	return &NodeWrapper{Node: corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}}
+	return &NodeWrapper{corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}}}
 }
 
 // Obj returns the Node.
