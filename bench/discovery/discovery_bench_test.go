@@ -30,7 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
@@ -52,7 +51,7 @@ const (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
+	framework.SetupLogs(framework.QuietDiscard)
 	os.Exit(framework.RunMain(m, &env))
 }
 

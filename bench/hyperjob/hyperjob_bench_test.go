@@ -19,24 +19,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -45,15 +40,8 @@ const replicas = 1000
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	framework.SetupLogs(framework.QuietDiscard)
+	os.Exit(framework.RunMain(m, &env))
 }
 
 // writeCounter counts the controller's API writes (through its client) and every HTTP request the
@@ -75,7 +63,7 @@ func (w *writeCounter) snapshot() (int64, map[string]int64) {
 }
 
 func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		verb := req.Method
 		if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true" {
 			verb = "WATCH"
@@ -97,10 +85,6 @@ func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
 		return next.RoundTrip(req)
 	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // countingClient wraps the manager's client and counts every write.
 type countingClient struct {
@@ -221,31 +205,19 @@ func startManager(b *testing.B, ns string, qps float32, burst int) (*hyperjob.Re
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.Wrap(counter.RoundTrip)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
+	var r *hyperjob.Reconciler
+	mgr := framework.StartTestManagerFor(b, cfg, ns, func(o *ctrl.Options) {
+		o.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
 			c, err := client.New(cfg, o)
 			if err != nil {
 				return nil, err
 			}
 			return countingClient{Client: c, n: &counter.writes}, nil
-		},
+		}
+	}, func(mgr manager.Manager) error {
+		r = hyperjob.NewReconciler(mgr)
+		return r.SetupWithManager(mgr)
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := hyperjob.NewReconciler(mgr)
-	if err := r.SetupWithManager(mgr); err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	b.Cleanup(func() { cancel(); <-done })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		b.Fatal("cache did not sync")
 	}

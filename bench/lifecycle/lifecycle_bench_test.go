@@ -35,13 +35,11 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
@@ -53,15 +51,8 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	framework.SetupLogs(framework.QuietDiscard)
+	os.Exit(framework.RunMain(m, &env))
 }
 
 func envInt(key string, def int) int {
@@ -142,37 +133,6 @@ func (m *manager) cpuSeconds(b *testing.B) float64 {
 	return (ut + st) / 100
 }
 
-// parallel runs fn(0..n-1) on 32 workers and fails on the first error.
-func parallel(b *testing.B, n int, fn func(i int) error) {
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	next := make(chan int)
-	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
-}
-
 // watchHyperJobs records, per HyperJob name, the first time seen(obj) holds, through an informer
 // (which re-lists and re-watches if the apiserver closes its watch).
 func watchHyperJobs(b *testing.B, _ client.WithWatch, ns string, seen func(*trainingv1alpha1.HyperJob) bool) (map[string]time.Time, *sync.Mutex, func()) {
@@ -242,7 +202,7 @@ func BenchmarkTTLDeletions(b *testing.B) {
 	setup := time.Now()
 	ttlOf := func(i int) int { return 1 + i*spread/n }
 	hjs := make([]*trainingv1alpha1.HyperJob, n)
-	parallel(b, n, func(i int) error {
+	framework.Parallel(b, 32, n, func(i int) error {
 		hjs[i] = &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns,
 			Annotations: map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: strconv.Itoa(ttlOf(i))}}}
 		return c.Create(ctx, hjs[i])
@@ -250,7 +210,7 @@ func BenchmarkTTLDeletions(b *testing.B) {
 	created := time.Since(setup)
 	finished := time.Now().Add(2*created + 10*time.Second).Truncate(time.Second).Add(time.Second)
 	written := make([]time.Time, n)
-	parallel(b, n, func(i int) error {
+	framework.Parallel(b, 32, n, func(i int) error {
 		apimeta.SetStatusCondition(&hjs[i].Status.Conditions, metav1.Condition{Type: "Completed", Status: metav1.ConditionTrue,
 			Reason: "ChildJobsCompleted", Message: "benchmark", LastTransitionTime: metav1.NewTime(finished)})
 		err := c.Status().Update(ctx, hjs[i])
@@ -344,7 +304,7 @@ func BenchmarkDeadlineAccuracy(b *testing.B) {
 	}
 	var cmu sync.Mutex
 	dues := make(map[string]created, n)
-	parallel(b, n, func(i int) error {
+	framework.Parallel(b, 32, n, func(i int) error {
 		d := time.Duration(base+i*spread/n) * time.Second
 		hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns,
 			Annotations: map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: strconv.Itoa(int(d.Seconds()))}}}

@@ -26,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,20 +47,9 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	framework.SetupLogs(framework.QuietDiscard)
+	os.Exit(framework.RunMain(m, &env))
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func reconciles(b *testing.B) float64 {
 	mfs, err := metrics.Registry.Gather()
@@ -93,7 +81,7 @@ func BenchmarkJobSetsToPodGroups(b *testing.B) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 5000, 10000
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return framework.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/podgroups") {
 				pgWrites.Add(1)
 			}

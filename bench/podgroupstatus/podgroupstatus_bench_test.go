@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,20 +42,14 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(logr.Discard())
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	framework.SetupLogs(framework.QuietDiscard)
+	os.Exit(framework.RunMain(m, &env))
 }
 
 func gangs() int {
@@ -70,17 +63,13 @@ func gangs() int {
 type writeCounter struct{ n atomic.Int64 }
 
 func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method != http.MethodGet && strings.Contains(req.URL.Path, "/podgroups") {
 			w.n.Add(1)
 		}
 		return next.RoundTrip(req)
 	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 var seq atomic.Int32
 
@@ -131,8 +120,7 @@ func runOnce(b *testing.B, capability corev1.ResourceList) {
 	cs, err := kubernetes.NewForConfig(ccfg)
 	must(b, err)
 	must(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	must(b, c.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: qname},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability}}))
+	must(b, c.Create(ctx, builders.MakeQueue(qname).Capability(capability).Obj()))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"},
 		Spec: batchv1alpha1.JobSpec{SchedulerName: podgroupstatus.DefaultSchedulerName, MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{
 			Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}}}
@@ -192,8 +180,7 @@ func runOnce(b *testing.B, capability corev1.ResourceList) {
 	start := time.Now()
 	parallel(n, 16, func(i int) {
 		name := fmt.Sprintf("pg-%04d", i)
-		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: []metav1.OwnerReference{*owner}},
-			Spec: schedulingv1beta1.PodGroupSpec{MinMember: 1, Queue: qname, MinResources: &corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}}
+		pg := builders.MakePodGroup(ns, name).Owner(owner).Queue(qname).MinGPUs(1).Obj()
 		t0 := time.Now()
 		must(b, c.Create(ctx, pg))
 		mu.Lock()

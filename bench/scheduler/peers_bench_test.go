@@ -29,6 +29,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // The peers benchmark: hyperbatch-scheduler against Volcano's own scheduler (vc-scheduler
@@ -333,11 +334,7 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 		return framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, SchedulerConf: p.vcConf,
 			ExtraArgs: []string{fmt.Sprintf("--kube-api-qps=%d", peerKubeQPS), fmt.Sprintf("--kube-api-burst=%d", peerKubeQPS)}})
 	}
-	conf := map[string]any{
-		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-		"leaderElection": map[string]any{"leaderElect": false},
-		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
-	}
+	conf := framework.StockSchedulerConfig()
 	if s.name == "hyperbatch" {
 		var err error
 		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
@@ -365,19 +362,16 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 }
 
 func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {
-	nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(g.tier)}
+	pg := builders.MakePodGroup(ns, g.name).MinMember(int32(g.size)).Queue("default").HardTier(g.tier)
 	if g.soft {
-		nt = &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.SoftNetworkTopologyMode}
+		pg.SoftTopology()
 	}
-	return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: g.name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(g.size), Queue: "default", NetworkTopology: nt}}
+	return pg.Obj()
 }
 
 func peerPod(ns, name, group, scheduler string) *corev1.Pod {
 	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{gang.GroupNameAnnotation: group}},
-		Spec: corev1.PodSpec{SchedulerName: scheduler, TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x", Resources: corev1.ResourceRequirements{Requests: req, Limits: req}}}}}
+	return builders.MakeGangPod(ns, name, group, scheduler).Image("registry.example/x").Requests(req).Limits(req).Obj()
 }
 
 // probe waits until the fresh scheduler binds a one-pod hard tier-1 gang, then removes it.

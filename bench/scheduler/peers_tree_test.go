@@ -138,7 +138,7 @@ func (t peerTree) create(b *testing.B, cs kubernetes.Interface, env *framework.E
 	ctx := context.Background()
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(t.peerSlots), resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
-	parallel(b, tpSetupPar, t.nodes, func(i int) error {
+	framework.Parallel(b, tpSetupPar, t.nodes, func(i int) error {
 		name := t.nodeName(i)
 		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{})
@@ -155,7 +155,7 @@ func (t peerTree) create(b *testing.B, cs kubernetes.Interface, env *framework.E
 		return err
 	})
 	for tier := 1; tier <= t.tiers(); tier++ {
-		parallel(b, tpSetupPar, t.groups(tier), func(g int) error {
+		framework.Parallel(b, tpSetupPar, t.groups(tier), func(g int) error {
 			var ms []topologyv1alpha1.MemberSpec
 			for c := g * t.fan[tier]; c < (g+1)*t.fan[tier]; c++ {
 				if tier == 1 {

@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -11,7 +9,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,20 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/component-base/configz"
-	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 	"k8s.io/utils/ptr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
-	"github.com/hyperbatch/hyperbatch/scheduler-plugin/registry"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // Throughput setup, for each of tpNodeCounts fake nodes (8 CPU, 110 pods each) in its own control
@@ -111,7 +103,6 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "kube-apiserver")); err != nil {
 		b.Skip("no control-plane binaries; set KUBEBUILDER_ASSETS")
 	}
-	ctrllog.SetLogger(klog.NewKlogr())
 	dir := b.TempDir()
 	quietKlog(b, dir)
 	load0 := loadAvg()
@@ -422,20 +413,11 @@ func loadAvg() string {
 }
 
 func quietKlog(b *testing.B, dir string) {
-	f, err := os.Create(filepath.Join(dir, "scheduler.log"))
+	_, closeLog, err := framework.LogToFile(dir, "scheduler.log")
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		if err := f.Close(); err != nil {
-			b.Errorf("closing scheduler log: %v", err)
-		}
-	})
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("logtostderr", "false")
-	_ = fs.Set("alsologtostderr", "false")
-	klog.SetOutput(f)
+	b.Cleanup(closeLog)
 }
 
 func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nodes int) tpTree {
@@ -443,7 +425,7 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 	t := tpTree{nodes: nodes}
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(tpNodeCPU, resource.DecimalSI), corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
-	parallel(b, tpSetupPar, nodes, func(i int) error {
+	framework.Parallel(b, tpSetupPar, nodes, func(i int) error {
 		name := t.nodeName(i)
 		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels: map[string]string{corev1.LabelHostname: name, "tp-rack": fmt.Sprintf("rack-%d", i/tpRack)}}}, metav1.CreateOptions{})
@@ -460,7 +442,7 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
-	parallel(b, tpSetupPar, t.racks(), func(r int) error {
+	framework.Parallel(b, tpSetupPar, t.racks(), func(r int) error {
 		return env.Client.Create(ctx, &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tp-rack-%d", r)},
 			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: []topologyv1alpha1.MemberSpec{{Type: topologyv1alpha1.MemberTypeNode,
 				Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{"tp-rack": fmt.Sprintf("rack-%d", r)}}}}}}})
@@ -487,16 +469,12 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 var tpSeq int
 
 func podGroup(ns, name string, size int) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: int32(size), NetworkTopology: &schedulingv1beta1.NetworkTopologySpec{
-			Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(tpHardTier)}}}
+	return builders.MakePodGroup(ns, name).MinMember(int32(size)).HardTier(tpHardTier).Obj()
 }
 
 func gangPod(ns, name, group, scheduler string) *corev1.Pod {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{gang.GroupNameAnnotation: group}},
-		Spec: corev1.PodSpec{SchedulerName: scheduler, TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example/x", Resources: corev1.ResourceRequirements{Requests: req}}}}}
+	return builders.MakeGangPod(ns, name, group, scheduler).Image("registry.example/x").
+		Requests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")}).Obj()
 }
 
 func newNamespace(b *testing.B, cs kubernetes.Interface, prefix string) string {
@@ -552,7 +530,7 @@ func runWorkload(b *testing.B, cs kubernetes.Interface, env *framework.Env, t tp
 	start := time.Now()
 	bound := make(chan error, 1)
 	go func() { bound <- waitBound(ctx, cs, ns, len(pods), 5*time.Minute) }()
-	parallel(b, tpCreators, len(pods), func(i int) error {
+	framework.Parallel(b, tpCreators, len(pods), func(i int) error {
 		p := pods[i]
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, gangPod(ns, fmt.Sprintf("%s-%03d", p.gang, p.i), p.gang, scheduler), metav1.CreateOptions{})
 		return err
@@ -665,57 +643,25 @@ func deletePods(b *testing.B, cs kubernetes.Interface, ns string) {
 	}
 }
 
-// startBenchScheduler runs kube-scheduler with one profile: docs/scheduler-config.yaml for
-// hyperbatch-scheduler, the stock defaults for default-scheduler.
+// startBenchScheduler runs kube-scheduler (schedulerenv) with one profile: docs/scheduler-config.yaml
+// for hyperbatch-scheduler, the stock defaults for default-scheduler.
 func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, dir, profileName string) <-chan struct{} {
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	c := clientcmdapi.NewConfig()
-	c.Clusters["e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	c.AuthInfos["e"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	c.Contexts["e"] = &clientcmdapi.Context{Cluster: "e", AuthInfo: "e"}
-	c.CurrentContext = "e"
-	if err := clientcmd.WriteToFile(*c, kubeconfig); err != nil {
-		b.Fatal(err)
-	}
-	conf := map[string]any{
-		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-		"leaderElection": map[string]any{"leaderElect": false},
-		"profiles":       []any{map[string]any{"schedulerName": defaultName}},
-	}
+	conf := framework.StockSchedulerConfig()
 	if profileName == hbName {
 		var err error
 		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
 			b.Fatal(err)
 		}
-		// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
-		if err := framework.WithoutEnqueueWait(conf); err != nil {
-			b.Fatal(err)
-		}
 	}
 	// Same client rate limits for both (the defaults, 50 QPS, would cap the figures at the binding rate).
-	conf["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000}
-	out, _ := json.Marshal(conf)
-	path := filepath.Join(dir, profileName+".yaml")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	opts := options.NewOptions()
-	opts.ConfigFile = path
-	opts.SecureServing.BindPort = 0
-	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		b.Fatal(err)
-	}
-	cc, s, err := app.Setup(ctx, opts, registry.Options()...)
+	conf["clientConnection"] = map[string]any{"qps": 5000, "burst": 5000}
+	// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
+	_, done, err := schedulerenv.Run(ctx, cfg, dir, schedulerenv.Options{
+		Config: conf, WithoutEnqueueWait: profileName == hbName, Profile: profileName, ConfigName: profileName + ".yaml",
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := app.Run(ctx, cc, s); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "scheduler stopped: %v\n", err)
-		}
-	}()
 	return done
 }
 
@@ -728,34 +674,4 @@ func shuffledSizes(rounds int) []int {
 	rng := rand.New(rand.NewSource(7))
 	rng.Shuffle(len(sizes), func(i, j int) { sizes[i], sizes[j] = sizes[j], sizes[i] })
 	return sizes
-}
-
-func parallel(b *testing.B, workers, n int, fn func(i int) error) {
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		b.Fatal(err)
-	default:
-	}
 }

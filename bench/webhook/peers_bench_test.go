@@ -15,15 +15,14 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -74,7 +73,7 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 		"--kubeconfig=" + kc, "--listen-address=127.0.0.1", "--port=" + strconv.Itoa(vport), "--webhook-url=" + vbase,
 		"--tls-cert-file=" + filepath.Join(certDir, "tls.crt"), "--tls-private-key-file=" + filepath.Join(certDir, "tls.key"),
 		"--ca-cert-file=" + filepath.Join(certDir, "tls.crt"), "--enabled-admission=/jobs/mutate,/jobs/validate", "--enable-healthz=false",
-	}, tlsAnswers(ca, vbase+"/jobs/mutate"))
+	}, localproc.TLSAnswersCA(ca, vbase+"/jobs/mutate"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func BenchmarkAdmissionPeers(b *testing.B) {
 	}
 	fbase := "https://127.0.0.1:" + strconv.Itoa(fport)
 	floor, err := framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: filepath.Join(dir, "floor"), BinDir: floorBin}, "noopserver",
-		[]string{"--listen=127.0.0.1:" + strconv.Itoa(fport), "--cert-dir=" + certDir}, tlsAnswers(ca, fbase+"/noop"))
+		[]string{"--listen=127.0.0.1:" + strconv.Itoa(fport), "--cert-dir=" + certDir}, localproc.TLSAnswersCA(ca, fbase+"/noop"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -261,25 +260,17 @@ func openQueue(b *testing.B, kc, dir string) {
 }
 
 // volcanoJobWebhookConfigs creates the configurations Volcano's Helm chart installs for the Job
-// webhooks (v1.14.0-alpha.0, installer/helm/chart/volcano/templates/webhooks.yaml), in URL mode, and
-// returns their removal.
+// webhooks (localproc.VolcanoWebhookConfigs, the Job ones), in URL mode, and returns their removal.
 func volcanoJobWebhookConfigs(b *testing.B, base string, ca []byte) func() {
 	ctx := context.Background()
-	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
-	rules := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{batchv1alpha1.SchemeGroupVersion.Group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"jobs"}}}}
+	var objs []client.Object
+	for _, o := range localproc.VolcanoWebhookConfigs(strings.TrimPrefix(base, "https://"), ca, "", nil) {
+		if strings.HasPrefix(o.GetName(), "volcano-admission-service-jobs-") {
+			objs = append(objs, o)
+		}
 	}
-	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(base + path), CABundle: ca}
-	}
-	objs := []client.Object{
-		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-service-jobs-mutate"},
-			Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mutatejob.volcano.sh", ClientConfig: cc("/jobs/mutate"),
-				Rules: rules(admissionregistrationv1.Create), FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "volcano-admission-service-jobs-validate"},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "validatejob.volcano.sh", ClientConfig: cc("/jobs/validate"),
-				Rules: rules(admissionregistrationv1.Create, admissionregistrationv1.Update), FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}}},
+	if len(objs) != 2 {
+		b.Fatalf("want Volcano's two Job webhook configurations, have %d", len(objs))
 	}
 	for _, o := range objs {
 		if err := w.Client.Create(ctx, o); err != nil {
@@ -290,21 +281,5 @@ func volcanoJobWebhookConfigs(b *testing.B, base string, ca []byte) func() {
 		for _, o := range objs {
 			_ = w.Client.Delete(ctx, o)
 		}
-	}
-}
-
-// tlsAnswers passes once url answers over TLS with a certificate ca signed (any HTTP status).
-func tlsAnswers(ca []byte, url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		c := tlsClientFor(ca)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		return resp.Body.Close()
 	}
 }

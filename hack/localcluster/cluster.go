@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,31 +10,19 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
-// layout is where one local cluster lives: its directory, the tool binaries and its ports.
+// layout is where `up` runs: the repository, the state's directory, the tool binaries and the first
+// cluster's port base.
 type layout struct {
 	root     string // repository root (hack/crds.sh, config/crd, docs/ are found here)
-	dir      string // absolute --dir
+	dir      string // absolute --dir: the state file, the shared kubeconfig, the first cluster's files
 	bin      string // absolute --bin
 	portBase int
 }
 
-func (l layout) logsDir() string         { return filepath.Join(l.dir, "logs") }
-func (l layout) pidsDir() string         { return filepath.Join(l.dir, "pids") }
-func (l layout) etcdDir() string         { return filepath.Join(l.dir, "etcd") }
-func (l layout) pkiDir() string          { return filepath.Join(l.dir, "pki") }
-func (l layout) kubeconfig() string      { return filepath.Join(l.dir, "kubeconfig") }
-func (l layout) schedulerConfig() string { return filepath.Join(l.dir, "scheduler-config.yaml") }
-func (l layout) stateFile() string       { return filepath.Join(l.dir, "cluster.json") }
-func (l layout) logFile(name string) string {
-	return filepath.Join(l.logsDir(), name+".log")
-}
-func (l layout) pidFile(name string) string { return filepath.Join(l.pidsDir(), name+".pid") }
-func (l layout) ports() ports               { return portsFrom(l.portBase) }
+func (l layout) kubeconfig() string { return localproc.KubeconfigFile(l.dir) }
 
 // rel shortens a path below the repository root for messages.
 func (l layout) rel(path string) string {
@@ -45,14 +32,10 @@ func (l layout) rel(path string) string {
 	return path
 }
 
-// state is what `down` and `status` need to know about a running cluster.
-type state struct {
-	PortBase int `json:"portBase"`
-	Nodes    int `json:"nodes"`
+// clusters are the clusters one `up` starts, in order. The first lives in --dir itself.
+func (l layout) clusters(o upOptions) []localproc.Cluster {
+	return []localproc.Cluster{{Name: localproc.LegacyClusterName, Dir: l.dir, PortBase: l.portBase, Role: localproc.RoleStandalone, Nodes: o.nodes}}
 }
-
-// stopOrder is the reverse of the start order; down stops components in this order.
-var stopOrder = []string{"jobset-controller", "vc-webhook-manager", "vc-controller-manager", "scheduler", "manager", "kwok", "kube-controller-manager", "kube-apiserver", "etcd"}
 
 // requiredTools are built by `make tools` (hack/tools.sh); manager and scheduler by `make build`.
 var requiredTools = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl", "kwok"}
@@ -66,101 +49,90 @@ type upOptions struct {
 	neighbourOptions
 }
 
-// session tracks the processes one `up` started so a failure can stop them again.
-type session struct {
-	l       layout
-	started []*proc
-}
-
-func (s *session) startAll(ctx context.Context, cs ...component) error {
-	var procs []*proc
-	for _, c := range cs {
-		p, err := s.l.start(c)
-		if err != nil {
-			return err
-		}
-		s.started = append(s.started, p)
-		procs = append(procs, p)
-	}
-	for _, p := range procs {
-		t := time.Now()
-		if err := p.waitReady(ctx); err != nil {
-			return err
-		}
-		step("%s ready (%s, log %s)", p.Name, since(t), s.l.rel(p.logPath))
-	}
-	return nil
-}
-
-func (s *session) stopAll() {
-	for i := len(s.started) - 1; i >= 0; i-- {
-		s.started[i].stop(10 * time.Second)
-	}
-	s.started = nil
-}
-
 func up(ctx context.Context, l layout, o upOptions) (err error) {
 	begin := time.Now()
 	topo, err := buildTopology(o.nodes)
 	if err != nil {
 		return err
 	}
-	if err := l.preflight(ctx); err != nil {
+	st := localproc.State{Clusters: l.clusters(o)}
+	if err := l.preflight(ctx, st); err != nil {
 		return err
 	}
-	if err := l.prepareDirs(); err != nil {
-		return err
-	}
-	p := newPKI(l.pkiDir())
-	if err := p.generate(); err != nil {
-		return fmt.Errorf("generating certificates: %w", err)
-	}
-	if err := l.writeKubeconfig(p); err != nil {
-		return err
-	}
-	if err := l.writeSchedulerConfig(); err != nil {
-		return err
-	}
-	if err := l.writeState(state{PortBase: l.portBase, Nodes: o.nodes}); err != nil {
-		return err
-	}
-	cs, err := l.components(p)
-	if err != nil {
-		return err
-	}
-	if o.discover {
-		if err := l.writeDiscoveryConfig(); err != nil {
+	for _, cl := range st.Clusters {
+		if err := cl.PrepareDirs(); err != nil {
 			return err
 		}
-		cs.Manager.Args = append(cs.Manager.Args, "--discovery-config="+l.discoveryConfigFile())
+		if err := cl.PKI().Generate(); err != nil {
+			return fmt.Errorf("generating certificates of cluster %s: %w", cl.Name, err)
+		}
 	}
-	if err := l.checkNeighbourTools(cs, o.neighbourOptions); err != nil {
+	if err := localproc.WriteKubeconfigs(l.dir, st.Clusters); err != nil {
 		return err
 	}
-	if err := l.writeJobSetConfig(p); err != nil {
+	if err := st.Write(l.dir); err != nil {
 		return err
 	}
-
-	s := &session{l: l}
+	s := &localproc.Session{Dir: l.dir, Root: l.root, State: st, Logf: step}
 	defer func() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "up failed; stopping what was started ...")
-			s.stopAll()
+			s.StopAll()
 		}
 	}()
-	if err := s.startAll(ctx, cs.Etcd); err != nil {
+	for _, cl := range st.Clusters {
+		switch cl.Role {
+		case localproc.RoleStandalone:
+			err = l.upStandalone(ctx, s, cl, topo, o)
+		default:
+			err = fmt.Errorf("cluster %s: no bring-up for role %q", cl.Name, cl.Role)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	step("local cluster up in %s", since(begin))
+	l.printUsage(st.Clusters[0])
+	return nil
+}
+
+// upStandalone brings up one cluster with everything: the Kubernetes core, the CRDs, kwok nodes and
+// the HyperNode tree, hyperbatch and the neighbours, then the acceptance checks.
+func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl localproc.Cluster, topo topology, o upOptions) error {
+	conf, err := localproc.DocumentedSchedulerConfig(l.root)
+	if err != nil {
 		return err
 	}
-	if err := s.startAll(ctx, cs.APIServer); err != nil {
+	if err := localproc.WriteSchedulerConfig(conf, cl.Kubeconfig(), cl.SchedulerConfig()); err != nil {
 		return err
 	}
-	if err := s.startAll(ctx, cs.ControllerManager, cs.Kwok); err != nil {
+	var ho localproc.HyperbatchOptions
+	if o.discover {
+		if ho.DiscoveryConfig, err = writeDiscoveryConfig(cl); err != nil {
+			return err
+		}
+	}
+	core, err := localproc.KubeCore(cl, l.bin)
+	if err != nil {
 		return err
 	}
-	if err := l.installCRDs(ctx); err != nil {
+	hb, err := localproc.Hyperbatch(cl, l.bin, ho)
+	if err != nil {
 		return err
 	}
-	k, err := newKube(l)
+	nb, err := l.neighbours(cl, o.neighbourOptions)
+	if err != nil {
+		return err
+	}
+	for _, stage := range core {
+		if err := s.Start(ctx, cl.Name, stage...); err != nil {
+			return err
+		}
+	}
+	if err := l.installCRDs(ctx, cl); err != nil {
+		return err
+	}
+	k, err := newKube(cl)
 	if err != nil {
 		return err
 	}
@@ -170,10 +142,10 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 	if err := k.waitDefaultServiceAccount(ctx); err != nil {
 		return err
 	}
-	if err := k.installNeighbourWebhooks(ctx, p, o.neighbourOptions); err != nil {
+	if err := k.installNeighbourWebhooks(ctx, o.neighbourOptions); err != nil {
 		return err
 	}
-	if err := s.startAll(ctx, append([]component{cs.Manager, cs.Scheduler}, cs.neighbours(o.neighbourOptions)...)...); err != nil {
+	if err := s.Start(ctx, cl.Name, append(hb, nb...)...); err != nil {
 		return err
 	}
 	if o.discover {
@@ -196,24 +168,26 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 			}
 		}
 	}
-	step("local cluster up in %s", since(begin))
-	l.printUsage()
 	return nil
 }
 
 // preflight fails early, with cause and fix, on what would otherwise fail halfway.
-func (l layout) preflight(ctx context.Context) error {
-	if l.portBase < 1024 || l.portBase > 65535-portCount {
-		return fmt.Errorf("--port-base %d is out of range: the cluster needs %d ports from it, pick 1024..%d", l.portBase, portCount, 65535-portCount)
-	}
-	running, err := l.recordedProcs()
-	if err != nil {
-		return err
+func (l layout) preflight(ctx context.Context, st localproc.State) error {
+	for _, cl := range st.Clusters {
+		if cl.PortBase < 1024 || cl.PortBase > 65535-localproc.PortCount {
+			return fmt.Errorf("--port-base %d is out of range: the cluster needs %d ports from it, pick 1024..%d", cl.PortBase, localproc.PortCount, 65535-localproc.PortCount)
+		}
 	}
 	var alive []string
-	for _, rp := range running {
-		if rp.Alive {
-			alive = append(alive, fmt.Sprintf("%s (PID %d)", rp.Name, rp.PID))
+	for _, cl := range st.Clusters {
+		running, err := localproc.ReadPIDFiles(cl.PidsDir())
+		if err != nil {
+			return err
+		}
+		for _, rp := range running {
+			if rp.Alive {
+				alive = append(alive, fmt.Sprintf("%s (PID %d)", rp.Process(), rp.PID))
+			}
 		}
 	}
 	if len(alive) > 0 {
@@ -242,15 +216,17 @@ func (l layout) preflight(ctx context.Context) error {
 		return fmt.Errorf("docs/scheduler-config.yaml is missing (the scheduler's configuration template): %w", err)
 	}
 
-	var busy []string
-	for _, pu := range l.ports().all() {
-		if inUse, owner := portBusy(pu.Port); inUse {
-			busy = append(busy, fmt.Sprintf("  127.0.0.1:%d (%s) is in use by %s", pu.Port, pu.Use, owner))
+	for _, cl := range st.Clusters {
+		var busy []string
+		for _, pu := range cl.Ports().All() {
+			if inUse, owner := localproc.PortBusy(pu.Port); inUse {
+				busy = append(busy, fmt.Sprintf("  127.0.0.1:%d (%s) is in use by %s", pu.Port, pu.Use, owner))
+			}
 		}
-	}
-	if len(busy) > 0 {
-		return fmt.Errorf("ports needed by the local cluster are taken:\n%s\nStop whatever holds them (an older local cluster: make down), or move this cluster with --port-base (it uses %d..%d)",
-			strings.Join(busy, "\n"), l.portBase, l.portBase+portCount-1)
+		if len(busy) > 0 {
+			return fmt.Errorf("ports needed by the local cluster %s are taken:\n%s\nStop whatever holds them (an older local cluster: make down), or move this cluster with --port-base (it uses %d..%d)",
+				cl.Name, strings.Join(busy, "\n"), cl.PortBase, cl.PortBase+localproc.PortCount-1)
+		}
 	}
 
 	for _, b := range []struct{ name, pkg string }{{"manager", "./cmd/manager"}, {"scheduler", "./cmd/scheduler"}} {
@@ -270,115 +246,13 @@ func (l layout) preflight(ctx context.Context) error {
 	return nil
 }
 
-// prepareDirs starts from a fresh etcd store and PID directory; logs of the last run are overwritten.
-func (l layout) prepareDirs() error {
-	for _, d := range []string{l.etcdDir(), l.pidsDir(), l.pkiDir()} {
-		if err := os.RemoveAll(d); err != nil {
-			return fmt.Errorf("removing %s: %w", d, err)
-		}
-	}
-	for _, d := range []string{l.logsDir(), l.pidsDir(), l.pkiDir(), filepath.Join(l.dir, "kwok")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("creating %s: %w", d, err)
-		}
-	}
-	return nil
-}
-
-func (l layout) writeKubeconfig(p pki) error {
-	read := func(path string) ([]byte, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		return b, nil
-	}
-	ca, err := read(p.CACert)
-	if err != nil {
-		return err
-	}
-	cert, err := read(p.AdminCert)
-	if err != nil {
-		return err
-	}
-	key, err := read(p.AdminKey)
-	if err != nil {
-		return err
-	}
-	const name = "hyperbatch-local"
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + loopback(l.ports().APIServer), CertificateAuthorityData: ca}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
-	cfg.CurrentContext = name
-	if err := clientcmd.WriteToFile(*cfg, l.kubeconfig()); err != nil {
-		return fmt.Errorf("writing kubeconfig %s: %w", l.kubeconfig(), err)
-	}
-	return nil
-}
-
-// writeSchedulerConfig copies docs/scheduler-config.yaml with clientConnection.kubeconfig pointing at
-// this cluster. The copy is written as JSON, which is valid YAML for kube-scheduler.
-func (l layout) writeSchedulerConfig() error {
-	src := filepath.Join(l.root, "docs", "scheduler-config.yaml")
-	raw, err := os.ReadFile(src)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", src, err)
-	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return fmt.Errorf("parsing %s: %w", src, err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(js, &cfg); err != nil {
-		return fmt.Errorf("parsing %s: %w", src, err)
-	}
-	if cfg == nil {
-		return fmt.Errorf("%s is empty: it must hold a KubeSchedulerConfiguration", src)
-	}
-	conn, _ := cfg["clientConnection"].(map[string]any)
-	if conn == nil {
-		conn = map[string]any{}
-	}
-	conn["kubeconfig"] = l.kubeconfig()
-	cfg["clientConnection"] = conn
-	out, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding scheduler configuration: %w", err)
-	}
-	if err := os.WriteFile(l.schedulerConfig(), append(out, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", l.schedulerConfig(), err)
-	}
-	return nil
-}
-
-func (l layout) writeState(s state) error {
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(l.stateFile(), b, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", l.stateFile(), err)
-	}
-	return nil
-}
-
-func (l layout) readState() (state, bool) {
-	b, err := os.ReadFile(l.stateFile())
-	if err != nil {
-		return state{}, false
-	}
-	var s state
-	if json.Unmarshal(b, &s) != nil || s.PortBase == 0 {
-		return state{}, false
-	}
-	return s, true
-}
-
 // installCRDs runs hack/crds.sh (upstream CRDs into _output/crds/) if present, applies every CRD under
 // _output/crds/ and config/crd/ with bin/kubectl and waits until all are Established.
-func (l layout) installCRDs(ctx context.Context) error {
+func (l layout) installCRDs(ctx context.Context, cl localproc.Cluster) error {
 	t := time.Now()
 	script := filepath.Join(l.root, "hack", "crds.sh")
 	if _, err := os.Stat(script); err == nil {
-		logPath := l.logFile("crds")
+		logPath := cl.LogFile("crds")
 		if err := l.runLogged(ctx, logPath, "bash", script); err != nil {
 			return fmt.Errorf("hack/crds.sh failed (%w).\n%s", err, logTail(logPath))
 		}
@@ -397,16 +271,16 @@ func (l layout) installCRDs(ctx context.Context) error {
 		return errors.New("no CRD manifests in _output/crds/ or config/crd/: run hack/crds.sh (upstream CRDs) and regenerate config/crd (`make generate`)")
 	}
 	kubectl := filepath.Join(l.bin, "kubectl")
-	args := []string{"--kubeconfig=" + l.kubeconfig(), "apply", "--server-side", "--force-conflicts",
+	args := []string{"--kubeconfig=" + cl.Kubeconfig(), "apply", "--server-side", "--force-conflicts",
 		"--field-manager=hyperbatch-localcluster"}
 	for _, f := range files {
 		args = append(args, "-f", f)
 	}
-	logPath := l.logFile("kubectl-apply-crds")
+	logPath := cl.LogFile("kubectl-apply-crds")
 	if err := l.runLogged(ctx, logPath, kubectl, args...); err != nil {
 		return fmt.Errorf("applying CRDs failed (%w).\n%s", err, logTail(logPath))
 	}
-	if err := l.waitCRDsEstablished(ctx, files, 90*time.Second); err != nil {
+	if err := waitCRDsEstablished(ctx, cl.Kubeconfig(), files, 90*time.Second); err != nil {
 		return fmt.Errorf("CRDs did not become Established: %w", err)
 	}
 	step("%d CRD manifests applied and Established (%s)", len(files), since(t))
@@ -461,7 +335,7 @@ func (l layout) runLogged(ctx context.Context, logPath, name string, args ...str
 	return cmd.Run()
 }
 
-func (l layout) printUsage() {
+func (l layout) printUsage(cl localproc.Cluster) {
 	kc := l.kubeconfig()
 	fmt.Printf(`
 Local cluster is running (API server https://%s).
@@ -470,7 +344,7 @@ Local cluster is running (API server https://%s).
   %s get hypernodes
   logs:  %s/
   stop:  make down
-`, loopback(l.ports().APIServer), kc, l.rel(filepath.Join(l.bin, "kubectl")), l.rel(filepath.Join(l.bin, "kubectl")), l.rel(l.logsDir()))
+`, localproc.Loopback(cl.Ports().APIServer), kc, l.rel(filepath.Join(l.bin, "kubectl")), l.rel(filepath.Join(l.bin, "kubectl")), l.rel(cl.LogsDir()))
 }
 
 func isExecutable(path string) bool {
@@ -487,5 +361,8 @@ func tail(s string, n int) string {
 }
 
 func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+
+// logTail is the end of a component's log for error messages.
+func logTail(path string) string { return localproc.LogTail(path, localproc.TailLines) }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }

@@ -24,14 +24,14 @@ import (
 // replaces `kubectl wait --for=condition=Established crd --all`, which fails with
 // ".status.conditions accessor error" when it meets a CRD the API server has not given a status yet.
 // A CRD without status (or not listed yet) is simply not Established yet.
-func (l layout) waitCRDsEstablished(ctx context.Context, files []string, timeout time.Duration) error {
+func waitCRDsEstablished(ctx context.Context, kubeconfig string, files []string, timeout time.Duration) error {
 	want, err := crdNames(files)
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig())
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return fmt.Errorf("loading %s: %w", l.kubeconfig(), err)
+		return fmt.Errorf("loading %s: %w", kubeconfig, err)
 	}
 	s := runtime.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))

@@ -9,6 +9,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // discoverySource is the discovery source the local cluster configures with --discover.
@@ -32,13 +34,13 @@ networkTopologyDiscovery:
 `, discoverySource, labelTop, labelSpine, labelLeaf)
 }
 
-func (l layout) discoveryConfigFile() string { return filepath.Join(l.dir, "discovery.yaml") }
-
-func (l layout) writeDiscoveryConfig() error {
-	if err := os.WriteFile(l.discoveryConfigFile(), []byte(discoveryConfig()), 0o644); err != nil {
-		return fmt.Errorf("writing the discovery configuration: %w", err)
+// writeDiscoveryConfig writes the configuration into the cluster's directory and returns its path.
+func writeDiscoveryConfig(cl localproc.Cluster) (string, error) {
+	path := filepath.Join(cl.Dir, "discovery.yaml")
+	if err := os.WriteFile(path, []byte(discoveryConfig()), 0o644); err != nil {
+		return "", fmt.Errorf("writing the discovery configuration: %w", err)
 	}
-	return nil
+	return path, nil
 }
 
 // waitDiscoveredTree waits until the manager's discovery has written every HyperNode of t.
@@ -67,7 +69,7 @@ func (k *kube) waitDiscoveredTree(ctx context.Context, t topology) error {
 		}
 		if time.Since(begin) > timeout {
 			return fmt.Errorf("discovery built %d of %d HyperNodes within %s; see the manager's log.\n%s",
-				len(want)-missing, len(want), timeout.Round(time.Second), logTail(k.l.logFile("manager")))
+				len(want)-missing, len(want), timeout.Round(time.Second), logTail(k.cl.LogFile("manager")))
 		}
 		select {
 		case <-ctx.Done():

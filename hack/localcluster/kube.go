@@ -20,6 +20,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 const (
@@ -31,14 +33,14 @@ const (
 
 // kube talks to the local API server as admin.
 type kube struct {
-	l layout
-	c client.Client
+	cl localproc.Cluster
+	c  client.Client
 }
 
-func newKube(l layout) (*kube, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfig())
+func newKube(cl localproc.Cluster) (*kube, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", cl.Kubeconfig())
 	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", l.kubeconfig(), err)
+		return nil, fmt.Errorf("loading %s: %w", cl.Kubeconfig(), err)
 	}
 	// Creating thousands of objects: the admin (system:masters) is exempt from API priority and
 	// fairness, so only the client-side limiter needs lifting.
@@ -52,7 +54,7 @@ func newKube(l layout) (*kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating API client: %w", err)
 	}
-	return &kube{l: l, c: c}, nil
+	return &kube{cl: cl, c: c}, nil
 }
 
 // createTopology creates the system namespace, the kwok nodes and (unless discovery builds it) the
@@ -161,7 +163,7 @@ func (k *kube) waitNodesReady(ctx context.Context, want int) error {
 		}
 		if time.Since(begin) > timeout {
 			return fmt.Errorf("only %d of %d kwok nodes became Ready within %s: kwok marks them Ready.\n%s",
-				ready, want, timeout.Round(time.Second), logTail(k.l.logFile("kwok")))
+				ready, want, timeout.Round(time.Second), logTail(k.cl.LogFile("kwok")))
 		}
 		select {
 		case <-ctx.Done():
@@ -195,7 +197,7 @@ func (k *kube) waitDefaultServiceAccount(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("ServiceAccount default/default was not created within %s: kube-controller-manager's serviceaccount-controller creates it.\n%s",
-				timeout, logTail(k.l.logFile("kube-controller-manager")))
+				timeout, logTail(k.cl.LogFile("kube-controller-manager")))
 		}
 		if err := sleep(ctx, 300*time.Millisecond); err != nil {
 			return err
@@ -226,10 +228,10 @@ func (k *kube) demo(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			if p.Spec.NodeName == "" {
 				return fmt.Errorf("demo failed: pod default/%s was not bound by %s within %s (%s).\n%s",
-					demoPodName, schedulerName, timeout, scheduledMessage(&p), logTail(k.l.logFile("scheduler")))
+					demoPodName, schedulerName, timeout, scheduledMessage(&p), logTail(k.cl.LogFile("scheduler")))
 			}
 			return fmt.Errorf("demo failed: pod default/%s was bound to %s but is %s, not Running, after %s: kwok's pod stages did not run.\n%s",
-				demoPodName, p.Spec.NodeName, p.Status.Phase, timeout, logTail(k.l.logFile("kwok")))
+				demoPodName, p.Spec.NodeName, p.Status.Phase, timeout, logTail(k.cl.LogFile("kwok")))
 		}
 		if err := sleep(ctx, 300*time.Millisecond); err != nil {
 			return err

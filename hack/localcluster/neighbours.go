@@ -12,18 +12,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net/http"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // neighbourOptions say which neighbours `up` leaves out.
@@ -38,135 +33,51 @@ type neighbourOptions struct {
 	noVolcano, noVolcanoWebhooks, noJobSet bool
 }
 
-// volcanoControllers run in Volcano's controller-manager here.
-var volcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
-
-// volcanoAdmissions are the webhook-manager's services this cluster registers (Volcano's Helm chart
-// also registers pod webhooks; they serve Volcano's resource-group and budget annotations only, so
-// plain pods here are not routed through them).
-var volcanoAdmissions = []string{"/jobs/mutate", "/jobs/validate", "/podgroups/mutate", "/queues/mutate", "/queues/validate"}
-
 // demoQueues are the Volcano Queues the local cluster creates: Volcano's own two and the README's.
 var demoQueues = []string{"root", "default", "team-a", "shared"}
 
-func (l layout) jobSetConfig() string { return filepath.Join(l.dir, "jobset-config.yaml") }
-
-func (l layout) volcanoControllersComponent() component {
-	pt := l.ports()
-	return component{
-		Name: "vc-controller-manager", Binary: filepath.Join(l.bin, "vc-controller-manager"), StartTimeout: 90 * time.Second,
-		Args: []string{
-			"--kubeconfig=" + l.kubeconfig(),
-			"--leader-elect=false",
-			"--controllers=" + strings.Join(volcanoControllers, ","),
-			"--enable-healthz=true",
-			"--healthz-address=" + loopback(pt.VolcanoHealth),
-			"--enable-metrics=false",
-			"--worker-threads=2",
-		},
-		Ready: httpReady(http.DefaultClient, "http://"+loopback(pt.VolcanoHealth)+"/healthz", ""),
-	}
-}
-
-func (l layout) volcanoWebhookComponent(p pki) component {
-	pt := l.ports()
-	return component{
-		Name: "vc-webhook-manager", Binary: filepath.Join(l.bin, "vc-webhook-manager"), StartTimeout: 90 * time.Second,
-		Args: []string{
-			"--kubeconfig=" + l.kubeconfig(),
-			"--listen-address=127.0.0.1",
-			"--port=" + strconv.Itoa(pt.VolcanoWebhook),
-			"--webhook-url=https://" + loopback(pt.VolcanoWebhook),
-			"--tls-cert-file=" + p.VolcanoWebhookCert,
-			"--tls-private-key-file=" + p.VolcanoWebhookKey,
-			// The webhook-manager writes this CA into its webhook configurations' caBundle.
-			"--ca-cert-file=" + p.CACert,
-			"--enabled-admission=" + strings.Join(volcanoAdmissions, ","),
-			"--enable-healthz=false",
-		},
-		Ready: tlsAnswers(p.CACert, "https://"+loopback(pt.VolcanoWebhook)+"/healthz-probe"),
-	}
-}
-
-func (l layout) jobSetComponent() component {
-	return component{
-		Name: "jobset-controller", Binary: filepath.Join(l.bin, "jobset-controller"), StartTimeout: 90 * time.Second,
-		Args: []string{"--kubeconfig=" + l.kubeconfig(), "--config=" + l.jobSetConfig()},
-		// /readyz passes once the controller's webhook server serves.
-		Ready: httpReady(http.DefaultClient, "http://"+loopback(l.ports().JobSetHealth)+"/readyz", ""),
-	}
-}
-
-// writeJobSetConfig writes the JobSet controller's configuration: leader election, metrics and its own
-// certificate management off; webhook server on loopback with the certificate the local CA signed.
-func (l layout) writeJobSetConfig(p pki) error {
-	pt := l.ports()
-	cfg := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: %q
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %q
-`, loopback(pt.JobSetHealth), pt.JobSetWebhook, p.JobSetCertDir)
-	if err := os.WriteFile(l.jobSetConfig(), []byte(cfg), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", l.jobSetConfig(), err)
-	}
-	return nil
-}
-
-// neighbourComponents lists the neighbours o keeps, in start order.
-func (cs componentSet) neighbours(o neighbourOptions) []component {
-	var out []component
+// neighbours lists the neighbours o keeps, in start order, after checking their binaries exist.
+func (l layout) neighbours(cl localproc.Cluster, o neighbourOptions) (localproc.Stage, error) {
+	var out localproc.Stage
 	if !o.noVolcano {
-		out = append(out, cs.VolcanoControllers)
-		if !o.noVolcanoWebhooks {
-			out = append(out, cs.VolcanoWebhook)
-		}
+		out = append(out, localproc.Volcano(cl, l.bin, !o.noVolcanoWebhooks)...)
 	}
 	if !o.noJobSet {
-		out = append(out, cs.JobSet)
+		js, err := localproc.JobSet(cl, l.bin)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, js...)
 	}
-	return out
-}
-
-// checkNeighbourTools fails with the build command when a kept neighbour's binary is missing.
-func (l layout) checkNeighbourTools(cs componentSet, o neighbourOptions) error {
 	var missing []string
-	for _, c := range cs.neighbours(o) {
+	for _, c := range out {
 		if !isExecutable(c.Binary) {
 			missing = append(missing, c.Name)
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return out, nil
 	}
-	return fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
+	return nil, fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
 		l.rel(l.bin), strings.Join(missing, ", "), strings.Join(missing, " "))
 }
 
 // installNeighbourWebhooks creates the webhook configurations of Volcano's webhook-manager (it only
 // injects the caBundle into configurations that already exist, and waits for them) and of the JobSet
 // controller (which, with its cert rotation off, expects them installed).
-func (k *kube) installNeighbourWebhooks(ctx context.Context, p pki, o neighbourOptions) error {
+func (k *kube) installNeighbourWebhooks(ctx context.Context, o neighbourOptions) error {
+	p := k.cl.PKI()
 	ca, err := os.ReadFile(p.CACert)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p.CACert, err)
 	}
-	pt := k.l.ports()
+	pt := k.cl.Ports()
 	var objs []client.Object
 	if !o.noVolcano && !o.noVolcanoWebhooks {
-		objs = append(objs, volcanoWebhookConfigs(loopback(pt.VolcanoWebhook), ca)...)
+		objs = append(objs, localproc.VolcanoWebhookConfigs(localproc.Loopback(pt.VolcanoWebhook), ca, "", map[string]string{managedByLabel: managedByValue})...)
 	}
 	if !o.noJobSet {
-		objs = append(objs, jobSetWebhookConfigs(loopback(pt.JobSetWebhook), ca)...)
+		objs = append(objs, jobSetWebhookConfigs(localproc.Loopback(pt.JobSetWebhook), ca)...)
 	}
 	for _, obj := range objs {
 		if err := createIgnoringExisting(ctx, k.c, obj); err != nil {
@@ -174,112 +85,6 @@ func (k *kube) installNeighbourWebhooks(ctx context.Context, p pki, o neighbourO
 		}
 	}
 	return nil
-}
-
-type hook struct {
-	config, name, path, group, version, resource string
-	ops                                          []admissionregistrationv1.OperationType
-	mutating                                     bool
-}
-
-var (
-	create       = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-)
-
-// volcanoHooks mirror the webhooks of Volcano's Helm chart (installer/helm/chart/volcano/templates/
-// webhooks.yaml, v1.14.0-alpha.0) for volcanoAdmissions; the configuration names are the ones the
-// webhook-manager looks up ("volcano-admission-service" + the path with / replaced by -).
-var volcanoHooks = []hook{
-	{"volcano-admission-service-jobs-mutate", "mutatejob.volcano.sh", "/jobs/mutate", "batch.volcano.sh", "v1alpha1", "jobs", create, true},
-	{"volcano-admission-service-podgroups-mutate", "mutatepodgroup.volcano.sh", "/podgroups/mutate", "scheduling.volcano.sh", "v1beta1", "podgroups", create, true},
-	{"volcano-admission-service-queues-mutate", "mutatequeue.volcano.sh", "/queues/mutate", "scheduling.volcano.sh", "v1beta1", "queues", create, true},
-	{"volcano-admission-service-jobs-validate", "validatejob.volcano.sh", "/jobs/validate", "batch.volcano.sh", "v1alpha1", "jobs", createUpdate, false},
-	{"volcano-admission-service-queues-validate", "validatequeue.volcano.sh", "/queues/validate", "scheduling.volcano.sh", "v1beta1", "queues",
-		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete}, false},
-}
-
-// jobSetHooks are the JobSet controller's JobSet webhooks (kubebuilder markers in
-// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks are added to the same
-// configurations by addJobSetPodWebhooks.
-var jobSetHooks = []hook{
-	{"jobset-mutating-webhook-configuration", "mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", create, true},
-	{"jobset-validating-webhook-configuration", "vjobset.kb.io", "/validate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", createUpdate, false},
-}
-
-func volcanoWebhookConfigs(addr string, ca []byte) []client.Object {
-	return webhookConfigs(volcanoHooks, addr, ca)
-}
-func jobSetWebhookConfigs(addr string, ca []byte) []client.Object {
-	return addJobSetPodWebhooks(webhookConfigs(jobSetHooks, addr, ca), addr, ca)
-}
-
-// addJobSetPodWebhooks adds the JobSet controller's pod webhooks (mpod.kb.io, vpod.kb.io: kubebuilder
-// markers in sigs.k8s.io/jobset v0.10.1 pkg/webhooks/pod_*_webhook.go; the objectSelector of its Helm
-// chart, charts/jobset/templates/webhook/) to its mutating and validating configurations, as a
-// user's cluster has them: they implement exclusive placement (leader pods get the topology
-// affinity, follower pods are refused until their leader is scheduled), which without them is
-// silently ignored.
-func addJobSetPodWebhooks(objs []client.Object, addr string, ca []byte) []client.Object {
-	fail := admissionregistrationv1.Fail
-	none := admissionregistrationv1.SideEffectClassNone
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: create,
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-	}}
-	jobSetPods := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-		Key: "jobset.sigs.k8s.io/jobset-name", Operator: metav1.LabelSelectorOpExists}}}
-	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + path), CABundle: ca}
-	}
-	for _, o := range objs {
-		switch c := o.(type) {
-		case *admissionregistrationv1.MutatingWebhookConfiguration:
-			c.Webhooks = append(c.Webhooks, admissionregistrationv1.MutatingWebhook{
-				Name: "mpod.kb.io", ClientConfig: cc("/mutate--v1-pod"), Rules: rules, ObjectSelector: jobSetPods,
-				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-			})
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			c.Webhooks = append(c.Webhooks, admissionregistrationv1.ValidatingWebhook{
-				Name: "vpod.kb.io", ClientConfig: cc("/validate--v1-pod"), Rules: rules, ObjectSelector: jobSetPods,
-				FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-			})
-		}
-	}
-	return objs
-}
-
-func webhookConfigs(hooks []hook, addr string, ca []byte) []client.Object {
-	var out []client.Object
-	for _, h := range hooks {
-		cc := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + h.path), CABundle: ca}
-		rules := []admissionregistrationv1.RuleWithOperations{{
-			Operations: h.ops,
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{h.group}, APIVersions: []string{h.version}, Resources: []string{h.resource},
-			},
-		}}
-		fail := admissionregistrationv1.Fail
-		none := admissionregistrationv1.SideEffectClassNone
-		if h.mutating {
-			out = append(out, &admissionregistrationv1.MutatingWebhookConfiguration{
-				ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
-				Webhooks: []admissionregistrationv1.MutatingWebhook{{
-					Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
-					AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-				}},
-			})
-			continue
-		}
-		out = append(out, &admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: h.config, Labels: map[string]string{managedByLabel: managedByValue}},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name: h.name, ClientConfig: cc, Rules: rules, FailurePolicy: &fail, SideEffects: &none,
-				AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](10),
-			}},
-		})
-	}
-	return out
 }
 
 // createQueues creates demoQueues (Open, weight 1; root not reclaimable, as Volcano's scheduler makes it).
@@ -331,7 +136,7 @@ func (k *kube) demoVolcanoJob(ctx context.Context) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("demo failed: Volcano Job default/%s is %q after %s, not Completed (running %d, succeeded %d).\n%s\n%s",
 				demoVolcanoJobName, job.Status.State.Phase, timeout, job.Status.Running, job.Status.Succeeded,
-				logTail(k.l.logFile("vc-controller-manager")), logTail(k.l.logFile("manager")))
+				logTail(k.cl.LogFile("vc-controller-manager")), logTail(k.cl.LogFile("manager")))
 		}
 		if err := sleep(ctx, 300*time.Millisecond); err != nil {
 			return err
@@ -360,27 +165,9 @@ func demoJob() *batchv1alpha1.Job {
 	}
 }
 
-// tlsAnswers passes once url answers over TLS with a certificate the CA signed (any HTTP status: the
-// webhook-manager serves only its admission paths).
-func tlsAnswers(caFile, url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		ca, err := os.ReadFile(caFile)
-		if err != nil {
-			return err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return errors.New("no certificate in " + caFile)
-		}
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		return resp.Body.Close()
-	}
+// jobSetWebhookConfigs are the JobSet controller's webhook configurations of the local cluster: its
+// JobSet webhooks and, as a user's cluster has them, its pod webhooks (exclusive placement).
+func jobSetWebhookConfigs(addr string, ca []byte) []client.Object {
+	return localproc.WithJobSetPodWebhooks(
+		localproc.JobSetWebhookConfigs(addr, ca, "", map[string]string{managedByLabel: managedByValue}), addr, ca)
 }

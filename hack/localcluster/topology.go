@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // The fake datacenter: every leaf switch connects nodesPerLeaf nodes, every spine leavesPerSpine leaf
@@ -21,8 +23,8 @@ const (
 	tierTop   = 3
 
 	// kwok manages exactly the nodes carrying this annotation (--manage-nodes-with-annotation-selector).
-	kwokNodeAnnotation = "kwok.x-k8s.io/node"
-	kwokNodeValue      = "fake"
+	kwokNodeAnnotation = localproc.KwokNodeAnnotation
+	kwokNodeValue      = localproc.KwokNodeValue
 	// Every fake node carries type=kwok so workloads can select them with a nodeSelector.
 	kwokNodeLabel      = "type"
 	kwokNodeLabelValue = "kwok"

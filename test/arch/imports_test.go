@@ -17,12 +17,29 @@ import (
 
 const module = "github.com/hyperbatch/hyperbatch/"
 
+// product is every package of the product: what tests, tools and benchmarks exercise.
+var product = []string{"api/", "internal/", "webhook", "controllers/", "certs", "scheduler-plugin/", "cmd/"}
+
 // rules: for each package prefix (longest match wins), the prefixes of our packages it may import
-// from non-test files.
+// from non-test files. Below test/, hack/ and bench/ (the harness) test files count too: nothing
+// imports a suite, a benchmark or a tool, and the shared harness packages (test/util/...,
+// test/integration/framework) import no suite.
 var rules = []struct {
 	pkg   string
 	allow []string
 }{
+	// The harness.
+	{"test/util/localproc", nil},
+	{"test/util/", []string{"api/v1alpha1", "test/util/"}},
+	{"test/integration/framework", append([]string{"test/integration/framework", "test/util/"}, product...)},
+	{"test/integration/", append([]string{"test/integration/framework", "test/util/"}, product...)},
+	{"test/e2e", append([]string{"test/e2e", "test/integration/framework", "test/util/"}, product...)},
+	{"test/chart", append([]string{"test/integration/framework", "test/util/"}, product...)},
+	{"test/arch", nil},
+	{"hack/localcluster", []string{"test/util/localproc", "controllers/hypernode"}},
+	{"hack/", nil},
+	{"bench/", append([]string{"test/integration/framework", "test/util/"}, product...)},
+
 	{"api/", nil},
 	{"internal/defaults", []string{"api/v1alpha1"}},
 	{"internal/naming", nil},
@@ -44,6 +61,16 @@ var rules = []struct {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// isHarness reports whether pkg is test, tool or benchmark code, whose test files are checked too.
+func isHarness(pkg string) bool {
+	for _, p := range []string{"test/", "hack/", "bench/"} {
+		if strings.HasPrefix(pkg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func ruleFor(pkg string) (allow []string, ok bool) {
@@ -73,11 +100,14 @@ func TestImportRules(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
 		pkg := filepath.ToSlash(rel)
+		if strings.HasSuffix(path, "_test.go") && !isHarness(pkg) {
+			return nil
+		}
 		allow, ok := ruleFor(pkg)
 		if !ok {
 			return nil
@@ -105,4 +135,37 @@ func TestImportRules(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Greater(t, checked, 20, "no Go files found under %s", root)
+}
+
+// The harness rules keep suites, benchmarks and tools out of each other: only the shared packages
+// are importable.
+func TestHarnessRules(t *testing.T) {
+	allows := func(pkg, imp string) bool {
+		allow, ok := ruleFor(pkg)
+		require.True(t, ok, "no rule for %s", pkg)
+		for _, a := range allow {
+			if strings.HasPrefix(imp, a) {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, isHarness("bench/scheduler"))
+	require.False(t, isHarness("controllers/podgroup"))
+	for _, c := range []struct {
+		pkg, imp string
+		ok       bool
+	}{
+		{"hack/localcluster", "test/util/localproc", true},
+		{"hack/localcluster", "test/integration/framework", false},
+		{"test/util/localproc", "test/integration/framework", false},
+		{"test/integration/framework", "test/util/localproc", true},
+		{"test/integration/framework", "bench/scheduler", false},
+		{"test/integration/scheduler", "test/integration/controllers/podgroupstatus", false},
+		{"test/e2e", "test/util/builders", true},
+		{"bench/hyperjob", "test/integration/framework", true},
+		{"bench/hyperjob", "hack/localcluster", false},
+	} {
+		require.Equal(t, c.ok, allows(c.pkg, c.imp), "%s importing %s", c.pkg, c.imp)
+	}
 }

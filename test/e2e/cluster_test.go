@@ -10,35 +10,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
-
-func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-	}
-}
-
-func testNamespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := c.Create(context.Background(), ns); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
-	return ns.Name
-}
 
 // A pod that names hyperbatch-scheduler is bound by it and reaches Running.
 func TestHyperbatchSchedulerRunsAPod(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns}, Spec: corev1.PodSpec{
 		SchedulerName: "hyperbatch-scheduler",
 		Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
@@ -47,7 +29,7 @@ func TestHyperbatchSchedulerRunsAPod(t *testing.T) {
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	poll(t, 60*time.Second, "the pod to be bound and Running", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "the pod to be bound and Running", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, err
 		}
@@ -100,7 +82,7 @@ func TestHyperNodeTree(t *testing.T) {
 
 // The hyperbatch manager runs: it keeps WorkloadPolicy status.
 func TestManagerKeepsPolicyStatus(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	name := fmt.Sprintf("e2e-%s", ns)
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}}}
@@ -108,7 +90,7 @@ func TestManagerKeepsPolicyStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
-	poll(t, 30*time.Second, "the manager to report the policy's status", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 30*time.Second, "the manager to report the policy's status", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return false, err
 		}

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // The private local cluster runs with --discover: the manager's discovery builds the HyperNode tree
@@ -46,7 +48,7 @@ func TestDiscoveredTreePlacesGang(t *testing.T) {
 	}
 
 	// A gang of 3 pods, each too big to share a 32-CPU node, confined to one tier-1 HyperNode.
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	const members = 3
 	pg := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "gang", Namespace: ns},
@@ -68,7 +70,7 @@ func TestDiscoveredTreePlacesGang(t *testing.T) {
 		require.NoError(t, c.Create(ctx, pod))
 	}
 	var nodes []string
-	poll(t, 120*time.Second, "hyperbatch-scheduler to bind the gang", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 120*time.Second, "hyperbatch-scheduler to bind the gang", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return false, err

@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // The deployed manager splits a HyperJob into Volcano Jobs and PropagationPolicies, and the cluster's
 // garbage collector removes them all when the HyperJob is deleted.
 func TestHyperJobChildrenLifecycle(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "llm", Namespace: ns}, Spec: trainingv1alpha1.HyperJobSpec{
 		ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "trainer", Replicas: 3, ClusterNames: []string{"member-a", "member-b"},
 			TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1,
@@ -41,7 +43,7 @@ func TestHyperJobChildrenLifecycle(t *testing.T) {
 		}
 		return len(jobs.Items), len(pps.Items), nil
 	}
-	poll(t, 60*time.Second, "3 Volcano Jobs and 3 PropagationPolicies", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "3 Volcano Jobs and 3 PropagationPolicies", func(ctx context.Context) (bool, error) {
 		j, p, err := count(ctx)
 		return j == 3 && p == 3, err
 	})
@@ -55,7 +57,7 @@ func TestHyperJobChildrenLifecycle(t *testing.T) {
 	if err := c.Delete(ctx, hj); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 60*time.Second, "the garbage collector to remove every child", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "the garbage collector to remove every child", func(ctx context.Context) (bool, error) {
 		j, p, err := count(ctx)
 		return j == 0 && p == 0, err
 	})

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,47 +24,29 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 const (
 	gangReplicas = 4
 	gangPodsPer  = 8
 	gangSize     = gangReplicas * gangPodsPer
-	gangGPU      = "nvidia.com/gpu"
+	gangGPU      = builders.GPU
 	gangGPUs     = 2 // per pod: 4 pods fill an 8-GPU node, so 32 pods need more than one 4-node leaf
 )
 
 // gangJobSetManifest is the 4 × 8 JobSet for scheduler, in queue, with one more JobSet annotation.
-func gangJobSetManifest(ns, name, scheduler, queue, annotation, value string) string {
-	return fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
-kind: JobSet
-metadata:
-  name: %s
-  namespace: %s
-  annotations:
-    %s: %s
-    %s: %q
-spec:
-  replicatedJobs:
-  - name: workers
-    replicas: %d
-    template:
-      spec:
-        parallelism: %d
-        completions: %d
-        backoffLimit: 0
-        template:
-          spec:
-            schedulerName: %s
-            restartPolicy: Never
-            nodeSelector: {type: kwok}
-            containers:
-            - name: trainer
-              image: registry.k8s.io/pause:3.10
-              resources:
-                requests: {cpu: 500m, memory: 1Gi, %s: %d}
-                limits: {%s: %d}
-`, name, ns, defaults.QueueNameAnnotation, queue, annotation, value, gangReplicas, gangPodsPer, gangPodsPer, scheduler, gangGPU, gangGPUs, gangGPU, gangGPUs)
+func gangJobSetManifest(t *testing.T, ns, name, scheduler, queue, annotation, value string) string {
+	t.Helper()
+	gpus := strconv.Itoa(gangGPUs)
+	tmpl := builders.MakePodTemplate("trainer", "registry.k8s.io/pause:3.10").Scheduler(scheduler).NodeSelector("type", "kwok").
+		Request(corev1.ResourceCPU, "500m").Request(corev1.ResourceMemory, "1Gi").Request(gangGPU, gpus).Limit(gangGPU, gpus).Obj()
+	m, err := builders.MakeJobSet(ns, name).Annotation(defaults.QueueNameAnnotation, queue).Annotation(annotation, value).
+		ReplicatedJob("workers", gangReplicas, gangPodsPer, tmpl).Manifest()
+	require.NoError(t, err)
+	return m
 }
 
 // hyperNodeTree is the cluster's HyperNode tree: each HyperNode's nodes (through its descendants).
@@ -117,13 +100,13 @@ func podsThatFit(t *testing.T) map[string]int {
 			continue
 		}
 		for _, ctr := range p.Spec.Containers {
-			q := ctr.Resources.Requests[corev1.ResourceName(gangGPU)]
+			q := ctr.Resources.Requests[gangGPU]
 			used[p.Spec.NodeName] += q.Value()
 		}
 	}
 	out := map[string]int{}
 	for _, n := range nodes.Items {
-		alloc := n.Status.Allocatable[corev1.ResourceName(gangGPU)]
+		alloc := n.Status.Allocatable[gangGPU]
 		out[n.Name] = int((alloc.Value() - used[n.Name]) / gangGPUs)
 	}
 	return out
@@ -150,7 +133,7 @@ func lowestFeasibleTier(t *testing.T, tree hyperNodeTree, fit map[string]int) in
 func waitGangBound(t *testing.T, ns, name string) []corev1.Pod {
 	t.Helper()
 	var pods corev1.PodList
-	poll(t, 4*time.Minute, fmt.Sprintf("the %d pods of JobSet %s to be bound", gangSize, name), func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 4*time.Minute, fmt.Sprintf("the %d pods of JobSet %s to be bound", gangSize, name), func(ctx context.Context) (bool, error) {
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
 			return false, err
 		}
@@ -169,12 +152,12 @@ func waitGangBound(t *testing.T, ns, name string) []corev1.Pod {
 func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup {
 	t.Helper()
 	pg := &schedulingv1beta1.PodGroup{}
-	poll(t, 60*time.Second, fmt.Sprintf("the JobSet's PodGroup with minMember %d", gangSize), func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, fmt.Sprintf("the JobSet's PodGroup with minMember %d", gangSize), func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
 		return err == nil && pg.Spec.MinMember == gangSize, client.IgnoreNotFound(err)
 	})
 	require.NotNil(t, pg.Spec.MinResources)
-	gpus := (*pg.Spec.MinResources)[corev1.ResourceName(gangGPU)]
+	gpus := (*pg.Spec.MinResources)[gangGPU]
 	assert.Equal(t, int64(gangSize*gangGPUs), gpus.Value(), "PodGroup minResources %s", gangGPU)
 	assert.Len(t, pg.OwnerReferences, 1)
 	return pg
@@ -183,17 +166,17 @@ func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup
 // hyperbatch-scheduler places the 4 × 8 JobSet inside one HyperNode of the lowest tier that can
 // hold 32 pods of 2 GPUs, read from the HyperNode tree and the nodes' free GPUs before it is created.
 func TestJobSetGangInOneHyperNode(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "gang-" + ns
 	openQueue(t, queue)
 	tree := readHyperNodeTree(t)
 	tier := lowestFeasibleTier(t, tree, podsThatFit(t))
 
 	// networkTopology {mode: hard} with no tier: one HyperNode, of whichever tier holds the gang.
-	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
-	out, err := kubectl(t, "apply", "-f", manifest)
+	manifest := writeManifest(t, gangJobSetManifest(t, ns, "gang", "hyperbatch-scheduler", queue, defaults.NetworkTopologyModeAnnotation, "hard"))
+	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
+	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })
 	waitGangPodGroup(t, ns, "gang")
 	pods := waitGangBound(t, ns, "gang")
 
@@ -232,19 +215,19 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 // binds none of the 32 pods; once the annotation is removed the PodGroup says 32 and all are bound.
 func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 	vs := startVolcanoScheduler(t)
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "gang-" + ns
 	openQueue(t, queue)
 
-	manifest := writeManifest(t, gangJobSetManifest(ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
-	out, err := kubectl(t, "apply", "-f", manifest)
+	manifest := writeManifest(t, gangJobSetManifest(t, ns, "gang", "volcano", queue, minMemberAnnotation, "33"))
+	out, err := primary.Kubectl("apply", "-f", manifest)
 	require.NoError(t, err, "kubectl apply: %s", out)
-	t.Cleanup(func() { _, _ = kubectl(t, "delete", "-f", manifest, "--wait=false") })
+	t.Cleanup(func() { _, _ = primary.Kubectl("delete", "-f", manifest, "--wait=false") })
 
 	pg := &schedulingv1beta1.PodGroup{}
 	var pods corev1.PodList
 	var why string
-	poll(t, 2*time.Minute, "all 32 pods, and Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 2*time.Minute, "all 32 pods, and Volcano's scheduler to find the gang of 33 unschedulable", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gang"}, pg); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -267,7 +250,7 @@ func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
 		assert.Empty(t, p.Spec.NodeName, "pod %s bound while its gang of 33 cannot be complete", p.Name)
 	}
 
-	out, err = kubectl(t, "annotate", "jobset", "gang", "-n", ns, minMemberAnnotation+"-")
+	out, err = primary.Kubectl("annotate", "jobset", "gang", "-n", ns, minMemberAnnotation+"-")
 	require.NoError(t, err, "kubectl annotate: %s", out)
 	pg = waitGangPodGroup(t, ns, "gang")
 	assert.Equal(t, queue, pg.Spec.Queue)

@@ -34,17 +34,20 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // ensureQueue creates an Open Volcano Queue (Volcano's job validation refuses Jobs whose queue is
 // missing or not Open) and waits until Volcano's queue controller reports it Open.
 func ensureQueue(t *testing.T, name string) {
 	t.Helper()
-	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	q := builders.MakeQueue(name).Obj()
 	if err := c.Create(context.Background(), q); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create Volcano Queue %s: %v", name, err)
 	}
-	poll(t, 60*time.Second, "Volcano's queue controller to open queue "+name, func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "Volcano's queue controller to open queue "+name, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
 			return false, err
 		}
@@ -67,7 +70,7 @@ func startVolcanoScheduler(t *testing.T) *framework.Process {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: t.TempDir()})
+	vs, err := framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: primary.Kubeconfig, LogDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -102,7 +105,7 @@ func scheduledBy(t *testing.T, ns string) map[string]int {
 func waitScheduledBy(t *testing.T, ns, scheduler string, want int) {
 	t.Helper()
 	var got map[string]int
-	poll(t, 60*time.Second, fmt.Sprintf("%d Scheduled Events by %s", want, scheduler), func(context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, fmt.Sprintf("%d Scheduled Events by %s", want, scheduler), func(context.Context) (bool, error) {
 		got = scheduledBy(t, ns)
 		total := 0
 		for _, n := range got {
@@ -122,7 +125,7 @@ func journeyPolicy(t *testing.T, ns string, d hbv1.PolicyDefaults) string {
 	}}
 	require.NoError(t, c.Create(context.Background(), p))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
-	poll(t, 30*time.Second, "the manager to observe the policy", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 30*time.Second, "the manager to observe the policy", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return false, err
 		}
@@ -136,8 +139,8 @@ func journeyPolicy(t *testing.T, ns string, d hbv1.PolicyDefaults) string {
 // apply may race the new policy); a stale object is deleted before the retry.
 func applyUntilDefaulted(t *testing.T, manifest, policy string, obj client.Object) {
 	t.Helper()
-	poll(t, 60*time.Second, "kubectl apply to be defaulted by policy "+policy, func(ctx context.Context) (bool, error) {
-		if out, err := kubectl(t, "apply", "-f", manifest); err != nil {
+	e2efw.Poll(t, 60*time.Second, "kubectl apply to be defaulted by policy "+policy, func(ctx context.Context) (bool, error) {
+		if out, err := primary.Kubectl("apply", "-f", manifest); err != nil {
 			return false, fmt.Errorf("kubectl apply: %w: %s", err, out)
 		}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -146,7 +149,7 @@ func applyUntilDefaulted(t *testing.T, manifest, policy string, obj client.Objec
 		if strings.Contains(obj.GetAnnotations()[hbv1.DefaultedByAnnotation], policy) {
 			return true, nil
 		}
-		_, _ = kubectl(t, "delete", "-f", manifest, "--wait")
+		_, _ = primary.Kubectl("delete", "-f", manifest, "--wait")
 		return false, nil
 	})
 }
@@ -159,29 +162,15 @@ func writeManifest(t *testing.T, text string) string {
 }
 
 // volcanoJobManifest is 1 master + 8 workers; no queue, priority or scheduler.
-func volcanoJobManifest(ns, name string) string {
-	task := func(n string, replicas int) string {
-		return fmt.Sprintf(`  - name: %s
-    replicas: %d
-    template:
-      spec:
-        restartPolicy: Never
-        nodeSelector: {type: kwok}
-        containers:
-        - name: %s
-          image: registry.k8s.io/pause:3.10
-          resources: {requests: {cpu: 100m, memory: 64Mi}}
-`, n, replicas, n)
+func volcanoJobManifest(t *testing.T, ns, name string) string {
+	t.Helper()
+	task := func(n string) corev1.PodTemplateSpec {
+		return builders.MakePodTemplate(n, "registry.k8s.io/pause:3.10").NodeSelector("type", "kwok").
+			Request(corev1.ResourceCPU, "100m").Request(corev1.ResourceMemory, "64Mi").Obj()
 	}
-	return fmt.Sprintf(`apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  minAvailable: 9
-  tasks:
-%s%s`, name, ns, task("master", 1), task("worker", 8))
+	m, err := builders.MakeVolcanoJob(ns, name).MinAvailable(9).Task("master", 1, task("master")).Task("worker", 8, task("worker")).Manifest()
+	require.NoError(t, err)
+	return m
 }
 
 // leafOf maps each node to its tier-1 HyperNode.
@@ -262,7 +251,7 @@ func (r *volcanoJobRecord) see(obj runtime.Object) {
 func followVolcanoJob(t *testing.T, r *volcanoJobRecord) []string {
 	t.Helper()
 	check := func(what string, timeout time.Duration, done func() (bool, error)) {
-		poll(t, timeout, what, func(context.Context) (bool, error) {
+		e2efw.Poll(t, timeout, what, func(context.Context) (bool, error) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			return done()
@@ -295,24 +284,12 @@ func followVolcanoJob(t *testing.T, r *volcanoJobRecord) []string {
 	return out
 }
 
-// waitDeleted waits until obj is gone (the TTL clean-up of Volcano's gc or JobSet's controller).
-func waitDeleted(t *testing.T, obj client.Object, what string, timeout time.Duration) {
-	t.Helper()
-	poll(t, timeout, what, func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-}
-
 // Journey (a): a Volcano Job for hyperbatch-scheduler. The policy's defaults and Volcano's are applied,
 // Volcano's job controller creates the PodGroup and pods once hyperbatch's PodGroup controller enqueues
 // the gang, hyperbatch-scheduler places all 9 pods inside one tier-1 HyperNode, kwok completes them, the
 // Job ends Completed and Volcano's gc deletes it after the policy's ttlSecondsAfterFinished.
 func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
@@ -320,7 +297,7 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 		NetworkTopology: &hbv1.NetworkTopology{Mode: hbv1.NetworkTopologyMode("hard"), HighestTierAllowed: ptr.To[int32](1)},
 	})
 	record := recordVolcanoJob(t, ns, "train")
-	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	manifest := writeManifest(t, volcanoJobManifest(t, ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
 
@@ -347,7 +324,7 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 	assert.Len(t, set, 1, "the gang's nodes %v lie in tier-1 HyperNodes %v, want one", nodes, set)
 	assert.NotContains(t, set, "", "a node of the gang is in no tier-1 HyperNode")
 
-	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
+	primary.WaitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
 }
 
 // Journey (c): the same Volcano Job for Volcano's own scheduler. The policy gives only queue and TTL;
@@ -355,12 +332,12 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 // the configuration of Volcano's chart) places the gang. Our defaults serve Volcano's scheduler's users.
 func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 	vs := startVolcanoScheduler(t)
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, TTLSecondsAfterFinished: ptr.To[int32](5)})
 	record := recordVolcanoJob(t, ns, "train")
-	manifest := writeManifest(t, volcanoJobManifest(ns, "train"))
+	manifest := writeManifest(t, volcanoJobManifest(t, ns, "train"))
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"}}
 	applyUntilDefaulted(t, manifest, policy, job)
 	assert.Equal(t, queue, job.Spec.Queue)
@@ -369,7 +346,7 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 	followVolcanoJob(t, record)
 	require.False(t, vs.Exited(), "vc-scheduler exited.\n%s", vs.LogTail(40))
 	waitScheduledBy(t, ns, "volcano", 9)
-	waitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
+	primary.WaitDeleted(t, job, "Volcano's gc to delete the Job after ttlSecondsAfterFinished=5", 90*time.Second)
 }
 
 // Journey (b): a JobSet with two replicatedJobs. The policy's scheduler, queue and TTL are filled, the
@@ -377,7 +354,7 @@ func TestJourneyVolcanoJobOnVolcanoScheduler(t *testing.T) {
 // them, kwok completes them, the JobSet ends Completed and the JobSet controller deletes it after its
 // TTL. (Gang placement of a JobSet: jobsetgang_test.go; here: defaults and scheduling.)
 func TestJourneyJobSet(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
@@ -421,7 +398,7 @@ spec:
 		assert.Equal(t, jobsetv1alpha2.OperatorAll, js.Spec.SuccessPolicy.Operator)
 	}
 
-	poll(t, 3*time.Minute, "the JobSet to be Completed", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 3*time.Minute, "the JobSet to be Completed", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
 			return false, err
 		}
@@ -436,5 +413,5 @@ spec:
 		return false, nil
 	})
 	waitScheduledBy(t, ns, "hyperbatch-scheduler", 4)
-	waitDeleted(t, js, "the JobSet controller to delete the JobSet after ttlSecondsAfterFinished=5", 90*time.Second)
+	primary.WaitDeleted(t, js, "the JobSet controller to delete the JobSet after ttlSecondsAfterFinished=5", 90*time.Second)
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,27 +18,15 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-)
 
-// kubectl runs the project-built kubectl (never one from PATH) against the e2e cluster.
-func kubectl(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	bin := os.Getenv("HYPERBATCH_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(), "bin")
-	}
-	cmd := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
-}
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+)
 
 // What a user does: kubectl apply a Volcano Job without queue or priority, twice client-side and twice
 // server-side; the policy's defaults are there after every apply and kubectl diff shows nothing.
 func TestKubectlApplyKeepsDefaults(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	ensureQueue(t, "team-k") // Volcano's job validation refuses a Job whose queue is missing
 	p := &hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-kubectl-" + ns}, Spec: hbv1.WorkloadPolicySpec{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
@@ -84,8 +71,8 @@ spec:
 		}
 	}
 	// The webhook reads policies from its informer: the first apply may race the new policy.
-	poll(t, 30*time.Second, "the webhook to default the first apply", func(ctx context.Context) (bool, error) {
-		if out, err := kubectl(t, "apply", "-f", manifest); err != nil {
+	e2efw.Poll(t, 30*time.Second, "the webhook to default the first apply", func(ctx context.Context) (bool, error) {
+		if out, err := primary.Kubectl("apply", "-f", manifest); err != nil {
 			return false, fmt.Errorf("%w: %s", err, out)
 		}
 		var j batchv1alpha1.Job
@@ -95,7 +82,7 @@ spec:
 		if j.Spec.Queue == "team-k" {
 			return true, nil
 		}
-		_, _ = kubectl(t, "delete", "-f", manifest, "--wait")
+		_, _ = primary.Kubectl("delete", "-f", manifest, "--wait")
 		return false, nil
 	})
 	steps := [][]string{
@@ -104,13 +91,13 @@ spec:
 		{"apply", "--server-side", "-f", manifest},
 	}
 	for _, s := range steps {
-		if out, err := kubectl(t, s...); err != nil {
+		if out, err := primary.Kubectl(s...); err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(s, " "), err, out)
 		}
 		check("after kubectl " + strings.Join(s, " "))
 	}
 	for _, d := range [][]string{{"diff", "-f", manifest}, {"diff", "--server-side", "-f", manifest}} {
-		out, err := kubectl(t, d...)
+		out, err := primary.Kubectl(d...)
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() == 1 {
 			t.Errorf("kubectl %s shows a difference after the applies:\n%s", strings.Join(d, " "), out)

@@ -19,6 +19,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 const (
@@ -43,7 +45,7 @@ func unplaceablePod() corev1.PodTemplateSpec {
 // garbage collector removes its children first (foreground), and none is recreated.
 func TestHyperJobDeadlineAndTTL(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	hj := &trainingv1alpha1.HyperJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "short", Namespace: ns,
 			Annotations: map[string]string{deadlineAnnotation: "5", ttlAnnotation: "5"}},
@@ -58,12 +60,12 @@ func TestHyperJobDeadlineAndTTL(t *testing.T) {
 		err := c.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{"volcano.sh/hyperjob-name": hj.Name})
 		return len(jobs.Items), err
 	}
-	poll(t, 60*time.Second, "2 child Volcano Jobs", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "2 child Volcano Jobs", func(ctx context.Context) (bool, error) {
 		n, err := children(ctx)
 		return n == 2, err
 	})
 	var failedAt time.Time
-	poll(t, 60*time.Second, "Failed/DeadlineExceeded", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "Failed/DeadlineExceeded", func(ctx context.Context) (bool, error) {
 		var cur trainingv1alpha1.HyperJob
 		if err := c.Get(ctx, client.ObjectKeyFromObject(hj), &cur); err != nil {
 			return false, err
@@ -81,7 +83,7 @@ func TestHyperJobDeadlineAndTTL(t *testing.T) {
 	if d := failedAt.Sub(hj.CreationTimestamp.Time); d < 4*time.Second || d > 8*time.Second {
 		t.Errorf("Failed %s after creation, want about 5s", d)
 	}
-	poll(t, 60*time.Second, "the HyperJob and its children deleted", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "the HyperJob and its children deleted", func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(hj), &trainingv1alpha1.HyperJob{})
 		if !apierrors.IsNotFound(err) {
 			return false, client.IgnoreNotFound(err)
@@ -116,7 +118,7 @@ func requireVolcano(t *testing.T, ns string) {
 // AbortJob command; its pods are gone, its state is Aborted and its PodGroup is removed.
 func TestVolcanoJobDeadlineAborts(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	requireVolcano(t, ns)
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "overdue", Namespace: ns,
 		Annotations: map[string]string{deadlineAnnotation: "15"}},
@@ -135,11 +137,11 @@ func TestVolcanoJobDeadlineAborts(t *testing.T) {
 		err := c.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job.Name})
 		return len(l.Items), err
 	}
-	poll(t, 60*time.Second, "Volcano's job controller creates the 2 pods", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "Volcano's job controller creates the 2 pods", func(ctx context.Context) (bool, error) {
 		n, err := pods(ctx)
 		return n == 2, err
 	})
-	poll(t, 60*time.Second, "Aborted, pods gone, PodGroup removed", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "Aborted, pods gone, PodGroup removed", func(ctx context.Context) (bool, error) {
 		var cur batchv1alpha1.Job
 		if err := c.Get(ctx, client.ObjectKeyFromObject(job), &cur); err != nil {
 			return false, err
@@ -167,7 +169,7 @@ func TestVolcanoJobDeadlineAborts(t *testing.T) {
 // DeadlineExceeded, and its Jobs and pods are gone.
 func TestJobSetDeadlineFails(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "overdue", Namespace: ns,
 		Annotations: map[string]string{deadlineAnnotation: "15"}},
 		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: 2,
@@ -198,7 +200,7 @@ func TestJobSetDeadlineFails(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	poll(t, 90*time.Second, "Failed/DeadlineExceeded with no Jobs and no pods left", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 90*time.Second, "Failed/DeadlineExceeded with no Jobs and no pods left", func(ctx context.Context) (bool, error) {
 		var cur jobsetv1alpha2.JobSet
 		if err := c.Get(ctx, client.ObjectKeyFromObject(js), &cur); err != nil {
 			return false, err

@@ -24,6 +24,8 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // volcanoExamples are the Volcano Jobs among Volcano's own examples (volcano.sh/volcano
@@ -41,7 +43,7 @@ var volcanoExamples = []string{
 func volcanoModuleDir(t *testing.T) string {
 	t.Helper()
 	cmd := exec.Command("go", "mod", "download", "-json", "volcano.sh/volcano")
-	cmd.Dir = filepath.Join(repoRoot(), "hack", "tools", "volcano")
+	cmd.Dir = filepath.Join(e2efw.RepoRoot(), "hack", "tools", "volcano")
 	out, err := cmd.Output()
 	require.NoError(t, err, "go mod download volcano.sh/volcano (in hack/tools/volcano)")
 	var m struct{ Dir string }
@@ -58,7 +60,7 @@ func volcanoModuleDir(t *testing.T) string {
 // write `default`.
 func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	ensureQueue(t, "default")
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
@@ -67,7 +69,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	// Positive signal first: the webhook has the policy (a queue-less Job gets the policy's queue,
 	// not Volcano's `default`).
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 	require.Equal(t, queue, probe.Spec.Queue, "policy queue wins over Volcano's default fallback")
 	require.NotNil(t, probe.Spec.Tasks[0].MinAvailable, "Volcano's mutating webhook ran on the probe")
 
@@ -75,7 +77,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	for _, ex := range volcanoExamples {
 		t.Run(strings.ReplaceAll(ex, "/", "_"), func(t *testing.T) {
 			file := filepath.Join(dir, ex)
-			out, err := kubectl(t, "apply", "-n", ns, "-f", file, "-o", "name")
+			out, err := primary.Kubectl("apply", "-n", ns, "-f", file, "-o", "name")
 			require.NoError(t, err, "client-side apply of %s:\n%s", ex, out)
 			name := strings.TrimPrefix(strings.TrimSpace(out), "job.batch.volcano.sh/")
 			var job batchv1alpha1.Job
@@ -88,7 +90,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			// webhook rewrote the atomic tasks list on create (task minAvailable), so the stored list
 			// differs from the manifest's and belongs to kubectl-client-side-apply. That is Volcano's
 			// behaviour, with or without hyperbatch (docs/webhooks.md).
-			out, err = kubectl(t, "apply", "--server-side", "-n", ns, "-f", file)
+			out, err = primary.Kubectl("apply", "--server-side", "-n", ns, "-f", file)
 			if err != nil {
 				assert.NotContains(t, out, ".spec.queue", "server-side apply after client-side apply conflicts on the queue")
 				assert.Contains(t, out, "conflict with \"kubectl-client-side-apply\"", "unexpected failure:\n%s", out)
@@ -98,9 +100,9 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			assert.Equal(t, "default", job.Spec.Queue, "after the server-side apply")
 
 			// And a fresh server-side create: managedFields show the applier wrote the queue.
-			out, err = kubectl(t, "delete", "-n", ns, "-f", file, "--wait")
+			out, err = primary.Kubectl("delete", "-n", ns, "-f", file, "--wait")
 			require.NoError(t, err, out)
-			out, err = kubectl(t, "apply", "--server-side", "-n", ns, "-f", file)
+			out, err = primary.Kubectl("apply", "--server-side", "-n", ns, "-f", file)
 			require.NoError(t, err, "server-side create:\n%s", out)
 			require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
 			assert.Equal(t, "default", job.Spec.Queue, "server-side create keeps the written queue")
@@ -108,7 +110,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			// policy's queue.
 			pg := jobPodGroup(t, &job)
 			assert.Equal(t, "default", pg.Spec.Queue, "the Job's PodGroup is in another queue than its Job")
-			_, _ = kubectl(t, "delete", "-n", ns, "-f", file, "--wait=false")
+			_, _ = primary.Kubectl("delete", "-n", ns, "-f", file, "--wait=false")
 		})
 	}
 }
@@ -116,12 +118,12 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 // A Job Volcano's validation refuses is refused with Volcano's message; hyperbatch's webhooks neither
 // hide it nor replace it.
 func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler"})
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 
 	bad := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-big"}, Spec: batchv1alpha1.JobSpec{
 		MinAvailable: 5, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -137,7 +139,7 @@ func jobPodGroup(t *testing.T, job *batchv1alpha1.Job) *schedulingv1beta1.PodGro
 	t.Helper()
 	key := client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-" + string(job.UID)}
 	var pg schedulingv1beta1.PodGroup
-	poll(t, 60*time.Second, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, key, &pg)
 		return err == nil, client.IgnoreNotFound(err)
 	})
@@ -175,16 +177,16 @@ spec:
 // on its PodGroup, as the same typo on a PodGroup does.
 func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue})
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 
 	for _, tier := range []string{"spine", "spnie"} {
 		name := "tier-" + tier
-		out, err := kubectl(t, "apply", "-f", writeManifest(t, topologyJobManifest(ns, name, tier)))
+		out, err := primary.Kubectl("apply", "-f", writeManifest(t, topologyJobManifest(ns, name, tier)))
 		require.NoError(t, err, out)
 		var job batchv1alpha1.Job
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
@@ -194,7 +196,7 @@ func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 		require.NotNil(t, pg.Spec.NetworkTopology)
 		assert.Equal(t, tier, pg.Spec.NetworkTopology.HighestTierName, "the Job's highestTierName did not reach its PodGroup")
 	}
-	poll(t, 90*time.Second, "the spine-confined Job's pod to run", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 90*time.Second, "the spine-confined Job's pod to run", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: "tier-spine"}); err != nil {
 			return false, err
@@ -205,7 +207,7 @@ func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tier-spnie"}, &typo))
 	pgName := "tier-spnie-" + string(typo.UID)
 	var notes []string
-	poll(t, 90*time.Second, "a GangWaiting Event naming the typo on PodGroup "+pgName, func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 90*time.Second, "a GangWaiting Event naming the typo on PodGroup "+pgName, func(ctx context.Context) (bool, error) {
 		var events corev1.EventList
 		if err := c.List(ctx, &events, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -229,7 +231,7 @@ func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 // win), and no "hyperbatch: defaulted" warning beside it. A Job only hyperbatch refuses gets
 // hyperbatch's refusal, again without the warning.
 func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "journey-" + ns
 	ensureQueue(t, queue)
 	other := "other-" + ns
@@ -242,10 +244,10 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 	require.NoError(t, c.Create(context.Background(), p))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), p.Name, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), p.Name, probe)
 
 	withQueue := func(name, q string) string { // the manifest's text
-		m := strings.Replace(volcanoJobManifest(ns, name), "spec:\n  minAvailable: 9\n", "spec:\n  minAvailable: 9\n  queue: "+q+"\n", 1)
+		m := strings.Replace(volcanoJobManifest(t, ns, name), "spec:\n  minAvailable: 9\n", "spec:\n  minAvailable: 9\n  queue: "+q+"\n", 1)
 		require.Contains(t, m, "queue: "+q)
 		return m
 	}
@@ -258,7 +260,7 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 	for name, file := range both {
 		t.Run(name, func(t *testing.T) {
 			for i := 0; i < 8; i++ {
-				out, err := kubectl(t, "create", "-f", file)
+				out, err := primary.Kubectl("create", "-f", file)
 				require.Error(t, err, "created:\n%s", out)
 				assert.Contains(t, out, `admission webhook "validatejob.volcano.sh" denied the request`, "try %d", i)
 				assert.NotContains(t, out, "volcanojob.validate.hyperbatch.dev", "try %d: hyperbatch's refusal was shown", i)
@@ -266,7 +268,7 @@ func TestTwoWebhooksVolcanoRefusalWins(t *testing.T) {
 			}
 		})
 	}
-	out, err := kubectl(t, "create", "-f", writeManifest(t, withQueue("onlyours", other)))
+	out, err := primary.Kubectl("create", "-f", writeManifest(t, withQueue("onlyours", other)))
 	require.Error(t, err, out)
 	assert.Contains(t, out, fmt.Sprintf(`spec.queue: Forbidden: queue %q is not allowed`, other), "hyperbatch's refusal")
 	assert.NotContains(t, out, "validatejob.volcano.sh")

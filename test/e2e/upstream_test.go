@@ -28,6 +28,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
@@ -62,7 +63,7 @@ func TestUpstreamExamples(t *testing.T) {
 		files = append(files, f)
 	}
 	sort.Strings(files)
-	label := "examples-" + testNamespace(t)
+	label := "examples-" + primary.Namespace(t)
 	nss := make([]string, len(files))
 	for i := range files {
 		nss[i] = labelledNamespace(t, label)
@@ -75,7 +76,7 @@ func TestUpstreamExamples(t *testing.T) {
 	policy := examplesPolicy(t, label, len(nss), hbv1.PolicyDefaults{Queue: label, SchedulerName: "hyperbatch-scheduler", Gang: ptr.To(true)})
 	// Positive signal: the webhook has the policy.
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
-	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(ns, "probe")), policy, probe)
+	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 
 	type pending struct {
 		source string
@@ -90,7 +91,7 @@ func TestUpstreamExamples(t *testing.T) {
 		require.NoError(t, err)
 		var job batchv1alpha1.Job
 		require.NoError(t, yaml.Unmarshal(raw, &job), file)
-		out, err := kubectl(t, "apply", "-n", nss[i], "-f", filepath.Join(dir, file))
+		out, err := primary.Kubectl("apply", "-n", nss[i], "-f", filepath.Join(dir, file))
 		if refusal != "" {
 			if assert.Error(t, err, "volcano %s: must be refused", file) {
 				assert.Contains(t, out, "denied the request", "volcano %s", file)
@@ -209,7 +210,7 @@ func examplesPolicy(t *testing.T, value string, n int, d hbv1.PolicyDefaults) st
 	}}
 	require.NoError(t, c.Create(context.Background(), p))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
-	poll(t, 30*time.Second, "the manager to observe the policy", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 30*time.Second, "the manager to observe the policy", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return false, err
 		}
@@ -262,7 +263,7 @@ func claimVolume(js *jobsetv1alpha2.JobSet) string {
 // and says so; it ends Completed.
 func TestJobSetExclusivePlacement(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	queue := "examples-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler", Gang: ptr.To(true)})
@@ -294,7 +295,7 @@ spec:
 
 	leafOfNode := leafOf(t)
 	leaves := map[string]map[string]bool{} // Job → leaves of its pods
-	poll(t, 3*time.Minute, "the exclusive JobSet's 4 pods to be bound", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 3*time.Minute, "the exclusive JobSet's 4 pods to be bound", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: "exclusive"}); err != nil {
 			return false, err
@@ -330,7 +331,7 @@ spec:
 		}
 	}
 	assert.Contains(t, msg, "exclusive placement", "GangNotPossible Event")
-	poll(t, 3*time.Minute, "the exclusive JobSet to end", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 3*time.Minute, "the exclusive JobSet to end", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(js), js); err != nil {
 			return false, err
 		}

@@ -16,6 +16,8 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 )
 
 // The whole admission chain of a deployed hyperbatch: a WorkloadPolicy governs a namespace, the
@@ -24,7 +26,7 @@ import (
 // TLS with the manager's self-managed certificate; the Pod is then bound by hyperbatch-scheduler.
 func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t)
+	ns := primary.Namespace(t)
 	ensureQueue(t, "team-e2e") // Volcano's job validation refuses a Job whose queue is missing
 	ensureQueue(t, "research") // so that the denial below is ours (allowedQueues), not Volcano's "queue not found"
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + ns}, Value: 1000}
@@ -42,7 +44,7 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), p) })
 
-	poll(t, 30*time.Second, "the manager to opt the namespace in to the Pod webhook", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 30*time.Second, "the manager to opt the namespace in to the Pod webhook", func(ctx context.Context) (bool, error) {
 		var n corev1.Namespace
 		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
 			return false, err
@@ -51,7 +53,7 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	})
 	// The webhook reads policies from its informer: retry until it has seen the new one.
 	var pod *corev1.Pod
-	poll(t, 30*time.Second, "a Pod defaulted by the webhook", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 30*time.Second, "a Pod defaulted by the webhook", func(ctx context.Context) (bool, error) {
 		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "bare-", Namespace: ns}, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
 		if err := c.Create(ctx, pod); err != nil {
@@ -72,7 +74,7 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	if got := pod.Annotations[hbv1.DefaultedByAnnotation]; !strings.Contains(got, p.Name) {
 		t.Errorf("defaulted-by annotation %q does not name policy %s", got, p.Name)
 	}
-	poll(t, 60*time.Second, "the defaulted Pod to run", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 60*time.Second, "the defaulted Pod to run", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return false, err
 		}

@@ -21,12 +21,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/hyperbatch/hyperbatch/certs"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 const namespace = "hyperbatch-system"
@@ -45,7 +44,7 @@ func assetsDir() string {
 }
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	framework.SetupLogs(framework.QuietErrors)
 	os.Exit(run(m))
 }
 

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +47,36 @@ type Options struct {
 	CRDDirs []string
 	// WebhookInstall, when set, registers webhook configurations with the apiserver (see envtest).
 	WebhookInstall *envtest.WebhookInstallOptions
+	// FeatureGates are kube-apiserver feature gates (--feature-gates), for instance
+	// {"MutatingAdmissionPolicy": true}.
+	FeatureGates map[string]bool
+	// RuntimeConfig enables or disables API versions (--runtime-config), for instance
+	// {"admissionregistration.k8s.io/v1beta1": "true"}.
+	RuntimeConfig map[string]string
+}
+
+// apiServerFlags sets the feature gates and runtime-config of o on the API server's arguments.
+func (o Options) apiServerFlags(te *envtest.Environment) {
+	if len(o.FeatureGates) == 0 && len(o.RuntimeConfig) == 0 {
+		return
+	}
+	args := te.ControlPlane.GetAPIServer().Configure()
+	if len(o.FeatureGates) > 0 {
+		var gates []string
+		for k, v := range o.FeatureGates {
+			gates = append(gates, fmt.Sprintf("%s=%t", k, v))
+		}
+		sort.Strings(gates)
+		args.Set("feature-gates", strings.Join(gates, ","))
+	}
+	if len(o.RuntimeConfig) > 0 {
+		var rc []string
+		for k, v := range o.RuntimeConfig {
+			rc = append(rc, k+"="+v)
+		}
+		sort.Strings(rc)
+		args.Set("runtime-config", strings.Join(rc, ","))
+	}
 }
 
 // RepoRoot is the repository's top directory.
@@ -101,6 +133,7 @@ func Start(opts Options) (*Env, error) {
 	if opts.WebhookInstall != nil {
 		te.WebhookInstallOptions = *opts.WebhookInstall
 	}
+	opts.apiServerFlags(te)
 	cfg, err := te.Start()
 	if err != nil {
 		_ = te.Stop()

@@ -1,18 +1,13 @@
 package framework
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"testing"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 )
 
 // RunControllerMain is a TestMain for a controller's integration tests: it starts the control plane
@@ -63,20 +58,11 @@ func RunControlPlane(envp **Env, run func(*Env) int) int {
 // StartManager starts a manager on cfg (the test's config, possibly with a wrapped transport) with
 // what setup adds, and returns a function that stops it and returns its error.
 func StartManager(cfg *rest.Config, setup func(manager.Manager) error) (stop func() error, err error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err == nil {
-		err = setup(mgr)
-	}
+	m, err := StartManagerWith(cfg, TestManagerOptions(""), setup)
 	if err != nil {
-		return nil, fmt.Errorf("setting up the manager: %w", err)
+		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() error {
-		cancel()
-		return <-done
-	}, nil
+	return m.Stop, nil
 }
 
 // RoundTripFunc is an http.RoundTripper from a function, for rest.Config.Wrap in tests that count

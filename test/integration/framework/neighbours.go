@@ -7,26 +7,14 @@ package framework
 // serve, and stop them cleanly.
 
 import (
-	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -35,12 +23,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // VolcanoControllers are the controllers of Volcano's controller-manager hyperbatch's tests and local
-// cluster run: Jobs (PodGroup and pods), PodGroups (for plain pods), Queues (status) and the garbage
-// collector (ttlSecondsAfterFinished).
-var VolcanoControllers = []string{"job-controller", "pg-controller", "queue-controller", "gc-controller"}
+// clusters run (localproc.VolcanoControllers).
+var VolcanoControllers = localproc.VolcanoControllers
 
 // VolcanoSchedulerConfig is the scheduler configuration Volcano's Helm chart ships
 // (installer/helm/chart/volcano/config/volcano-scheduler.conf in volcano.sh/volcano v1.14.0-alpha.0).
@@ -79,32 +69,19 @@ type NeighbourOptions struct {
 }
 
 // Process is a started neighbour.
-type Process struct {
-	Name    string
-	LogPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
-	cleanup func() // removes what the start registered with the API server
-}
+type Process = localproc.Proc
 
 // StartVolcanoControllers starts vc-controller-manager with VolcanoControllers, leader election off and
 // its health endpoint on a free loopback port, and waits for /healthz.
 func StartVolcanoControllers(ctx context.Context, o NeighbourOptions) (*Process, error) {
-	health, err := freePort()
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	health, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--kubeconfig=" + o.Kubeconfig,
-		"--leader-elect=false",
-		"--controllers=" + strings.Join(VolcanoControllers, ","),
-		"--enable-healthz=true",
-		"--healthz-address=" + loopback(health),
-		"--enable-metrics=false",
-		"--worker-threads=2",
-	}
-	return start(ctx, o, "vc-controller-manager", args, httpOK("http://"+loopback(health)+"/healthz"))
+	return startComponent(ctx, o, localproc.VolcanoControllerManager(o.BinDir, o.Kubeconfig, health))
 }
 
 // StartVolcanoScheduler starts vc-scheduler (schedulerName "volcano") with VolcanoSchedulerConfig.
@@ -120,7 +97,7 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", conf, err)
 	}
-	ports, err := freePorts(2)
+	ports, err := localproc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +107,13 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 		"--leader-elect=false",
 		"--scheduler-conf=" + conf,
 		"--enable-healthz=true",
-		"--healthz-address=" + loopback(health),
+		"--healthz-address=" + localproc.Loopback(health),
 		"--enable-metrics=true",
-		"--listen-address=" + loopback(metrics),
+		"--listen-address=" + localproc.Loopback(metrics),
 		"--schedule-period=500ms",
 		"--cache-dumper=false",
 	}
-	return start(ctx, o, "vc-scheduler", args, httpOK("http://"+loopback(health)+"/healthz"))
+	return StartProcess(ctx, o, "vc-scheduler", args, httpOK("http://"+localproc.Loopback(health)+"/healthz"))
 }
 
 // StartJobSetController starts jobset-controller with a configuration file: leader election and the
@@ -150,31 +127,32 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 		return nil, err
 	}
 	certDir := filepath.Join(o.LogDir, "jobset-certs")
-	ca, err := WriteSelfSignedCert(certDir)
+	ca, err := localproc.WriteSelfSignedCert(certDir)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := localproc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	health, webhook := ports[0], ports[1]
-	cfg := JobSetConfig(webhook, health, certDir)
+	cfg := localproc.JobSetConfig(webhook, health, certDir)
 	cfgPath := filepath.Join(o.LogDir, "jobset-config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
 	}
-	args := []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + cfgPath, "--zap-log-level=info"}
-	p, err := start(ctx, o, "jobset-controller", args, httpOK("http://"+loopback(health)+"/readyz"))
+	c := localproc.JobSetController(o.BinDir, o.Kubeconfig, cfgPath, health)
+	c.Args = append(c.Args, "--zap-log-level=info")
+	p, err := startComponent(ctx, o, c)
 	if err != nil {
 		return nil, err
 	}
-	cleanup, err := registerJobSetWebhooks(ctx, o.Kubeconfig, loopback(webhook), ca)
+	cleanup, err := registerJobSetWebhooks(ctx, o.Kubeconfig, localproc.Loopback(webhook), ca)
 	if err != nil {
 		_ = p.Stop()
 		return nil, err
 	}
-	p.cleanup = cleanup
+	p.OnStop(cleanup)
 	return p, nil
 }
 
@@ -220,12 +198,12 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
 	}
-	ports, err := freePorts(2)
+	ports, err := localproc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	health, webhook := ports[0], ports[1]
-	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + loopback(health),
+	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + localproc.Loopback(health),
 		"--webhook-server-port=" + strconv.Itoa(webhook), "--metrics-bind-address=0", "--zap-log-level=info"}
 	// Trainer's cert rotator writes the certificate into the Secret and then waits (backing off up to
 	// minutes) for the files in its fixed directory, where a pod would have the Secret mounted; play
@@ -234,7 +212,7 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	mountCtx, stopMount := context.WithCancel(ctx)
 	defer stopMount()
 	go func() { mounted <- mountSecret(mountCtx, cs, TrainerNamespace, TrainerWebhookSecret, TrainerCertDir) }()
-	p, err := start(ctx, o, "trainer-controller-manager", args, httpOK("http://"+loopback(health)+"/readyz"))
+	p, err := StartProcess(ctx, o, "trainer-controller-manager", args, httpOK("http://"+localproc.Loopback(health)+"/readyz"))
 	if err != nil {
 		stopMount()
 		if merr := <-mounted; merr != nil && !errors.Is(merr, context.Canceled) {
@@ -273,74 +251,40 @@ func mountSecret(ctx context.Context, cs kubernetes.Interface, namespace, name, 
 	}
 }
 
-// registerJobSetWebhooks registers the JobSet webhooks (paths and rules from the kubebuilder markers
-// of sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go) in URL mode and returns their removal.
+// registerJobSetWebhooks registers the JobSet webhooks (localproc.JobSetWebhookConfigs, named
+// jobset-*-webhook-configuration-<addr>) in URL mode and returns their removal.
 func registerJobSetWebhooks(ctx context.Context, kubeconfig, addr string, ca []byte) (func(), error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading %s: %w", kubeconfig, err)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	suffix := strings.ReplaceAll(addr, ":", "-")
-	rules := func(ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
-		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{"jobset.x-k8s.io"}, APIVersions: []string{"v1alpha2"}, Resources: []string{"jobsets"}}}}
+	objs := localproc.JobSetWebhookConfigs(addr, ca, "-"+strings.ReplaceAll(addr, ":", "-"), nil)
+	remove := func(ctx context.Context, objs []client.Object) {
+		for _, o := range objs {
+			_ = c.Delete(ctx, o)
+		}
 	}
-	cc := func(path string) admissionregistrationv1.WebhookClientConfig {
-		u := "https://" + addr + path
-		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: ca}
-	}
-	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "jobset-mutating-webhook-configuration-" + suffix},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "mjobset.kb.io",
-			ClientConfig: cc("/mutate-jobset-x-k8s-io-v1alpha2-jobset"), Rules: rules(admissionregistrationv1.Create),
-			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
-	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "jobset-validating-webhook-configuration-" + suffix},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "vjobset.kb.io",
-			ClientConfig: cc("/validate-jobset-x-k8s-io-v1alpha2-jobset"), Rules: rules(admissionregistrationv1.Create, admissionregistrationv1.Update),
-			FailurePolicy: &fail, SideEffects: &none, AdmissionReviewVersions: []string{"v1"}}},
-	}
-	adm := cs.AdmissionregistrationV1()
-	if _, err := adm.MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("registering JobSet's mutating webhook: %w", err)
-	}
-	if _, err := adm.ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
-		_ = adm.MutatingWebhookConfigurations().Delete(ctx, mwc.Name, metav1.DeleteOptions{})
-		return nil, fmt.Errorf("registering JobSet's validating webhook: %w", err)
+	for i, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			remove(ctx, objs[:i])
+			return nil, fmt.Errorf("registering JobSet's webhook configuration %s: %w", o.GetName(), err)
+		}
 	}
 	return func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = adm.MutatingWebhookConfigurations().Delete(dctx, mwc.Name, metav1.DeleteOptions{})
-		_ = adm.ValidatingWebhookConfigurations().Delete(dctx, vwc.Name, metav1.DeleteOptions{})
+		remove(dctx, objs)
 	}, nil
 }
 
-// JobSetConfig is the JobSet controller's configuration (config.jobset.x-k8s.io/v1alpha1) for a process
-// outside a cluster: no internal cert management (it would need a Service and a Secret), no leader
-// election, metrics off, webhook server on 127.0.0.1:webhookPort serving tls.crt/tls.key from certDir.
+// JobSetConfig is the JobSet controller's configuration for a process outside a cluster
+// (localproc.JobSetConfig).
 func JobSetConfig(webhookPort, healthPort int, certDir string) string {
-	return fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
-kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-metrics:
-  bindAddress: "0"
-health:
-  healthProbeBindAddress: %q
-webhook:
-  host: 127.0.0.1
-  port: %d
-  certDir: %q
-`, loopback(healthPort), webhookPort, certDir)
+	return localproc.JobSetConfig(webhookPort, healthPort, certDir)
 }
 
 func (o *NeighbourOptions) check() error {
@@ -359,245 +303,37 @@ func (o *NeighbourOptions) check() error {
 // StartProcess starts any binary of o.BinDir (name) with args, its log in o.LogDir/<name>.log, and waits
 // until ready passes (HTTPReady, for instance); the helpers above are built on it.
 func StartProcess(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
-	return start(ctx, o, name, args, ready)
-}
-
-// HTTPReady is a readiness check for StartProcess: url answers 200 (plain HTTP).
-func HTTPReady(url string) func(context.Context) error { return httpOK(url) }
-
-// FreePort is a free TCP port on 127.0.0.1.
-func FreePort() (int, error) { return freePort() }
-
-func start(ctx context.Context, o NeighbourOptions, name string, args []string, ready func(context.Context) error) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(o.BinDir, name)
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("%s is missing from %s: run 'hack/tools.sh %s' (or 'make test-tools'): %w", name, o.BinDir, name, err)
-	}
-	p := &Process{Name: name, LogPath: filepath.Join(o.LogDir, name+".log"), done: make(chan struct{})}
-	logFile, err := os.Create(p.LogPath)
-	if err != nil {
-		return nil, fmt.Errorf("creating log %s: %w", p.LogPath, err)
-	}
-	defer func() { _ = logFile.Close() }()
-	args = append(args, o.ExtraArgs...)
-	_, _ = fmt.Fprintf(logFile, "# %s %s\n", bin, strings.Join(args, " "))
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	go func() { p.waitErr = p.cmd.Wait(); close(p.done) }()
-
-	deadline := time.Now().Add(o.StartTimeout)
-	for {
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("%s exited during start (%w).\n%s", name, p.waitErr, p.LogTail(20))
-		default:
-		}
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := ready(cctx)
-		cancel()
-		if err == nil {
-			return p, nil
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			_ = p.Stop()
-			return nil, fmt.Errorf("%s did not become ready within %s (last check: %w).\n%s", name, o.StartTimeout, err, p.LogTail(20))
-		}
-		select {
-		case <-ctx.Done():
-		case <-p.done:
-		case <-time.After(300 * time.Millisecond):
-		}
-	}
+	return startComponent(ctx, o, localproc.Component{Name: name, Binary: filepath.Join(o.BinDir, name), Args: args, Ready: ready})
 }
 
-// Stop sends SIGTERM to the process group, waits up to 10s, then SIGKILLs it. Safe to call twice.
-func (p *Process) Stop() error {
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
-		return nil
-	}
-	if p.cleanup != nil {
-		p.cleanup()
-		p.cleanup = nil
-	}
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	pid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("%s ignored SIGTERM for 10s and was killed (log %s)", p.Name, p.LogPath)
-	}
-}
-
-// Pid is the process id of the started binary (for /proc readings such as CPU time and peak RSS).
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// CPUSeconds is the process's CPU time so far, user + system (/proc/<pid>/stat; 0 when unreadable).
-func (p *Process) CPUSeconds() float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // clock ticks (USER_HZ = 100 on Linux)
-}
-
-// PeakRSSKiB is the process's peak resident set size so far (VmHWM in /proc/<pid>/status; 0 when
-// unreadable).
-func (p *Process) PeakRSSKiB() int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return v
-		}
-	}
-	return 0
-}
-
-// Exited reports whether the process has ended (a crash during a test shows up here).
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// LogTail returns the last n lines of the process's log, framed with its path.
-func (p *Process) LogTail(n int) string {
-	f, err := os.Open(p.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", p.LogPath, err)
-	}
-	defer func() { _ = f.Close() }()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return fmt.Sprintf("last %d lines of %s:\n    %s", len(lines), p.LogPath, strings.Join(lines, "\n    "))
-}
-
-// WriteSelfSignedCert writes tls.crt and tls.key (ECDSA P-256, valid for 127.0.0.1 and localhost, one
-// year) into dir and returns the certificate PEM (usable as a caBundle).
-func WriteSelfSignedCert(dir string) ([]byte, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, fmt.Errorf("generating serial: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("signing certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("encoding key: %w", err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o644); err != nil {
-		return nil, fmt.Errorf("writing tls.crt: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return nil, fmt.Errorf("writing tls.key: %w", err)
-	}
-	return certPEM, nil
-}
-
-// probeClient checks the health endpoints of processes the tests start on loopback; some serve HTTPS
-// with a self-signed certificate (kube-scheduler), which only liveness is asked of.
-var probeClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probes
-
-// httpOK is a readiness check: GET url answers 200 (probeClient).
-func httpOK(url string) func(context.Context) error { return HTTPReadyWith(probeClient, url) }
+// HTTPReady is a readiness check for StartProcess: url answers 200 (plain HTTP, or HTTPS without
+// verifying the loopback certificate).
+func HTTPReady(url string) func(context.Context) error { return httpOK(url) }
 
 // HTTPReadyWith is HTTPReady with the given client (e.g. one that accepts a self-signed serving
 // certificate on loopback).
 func HTTPReadyWith(c *http.Client, url string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s answered %d", url, resp.StatusCode)
-		}
-		return nil
-	}
+	return localproc.HTTPReady(c, url, "")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free loopback port: %w", err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+func httpOK(url string) func(context.Context) error {
+	return localproc.HTTPReady(localproc.ProbeClient, url, "")
 }
 
-// freePorts finds n free loopback ports.
-func freePorts(n int) ([]int, error) {
-	out := make([]int, 0, n)
-	for range n {
-		p, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
+// FreePort is a free TCP port on 127.0.0.1.
+func FreePort() (int, error) { return localproc.FreePort() }
 
-func loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+// WriteSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 into dir and returns the certificate PEM
+// (localproc.WriteSelfSignedCert).
+func WriteSelfSignedCert(dir string) ([]byte, error) { return localproc.WriteSelfSignedCert(dir) }
+
+// startComponent starts c (o.ExtraArgs appended, o.StartTimeout) with its log in o.LogDir and waits
+// until it serves; o must be checked.
+func startComponent(ctx context.Context, o NeighbourOptions, c localproc.Component) (*Process, error) {
+	c.Args = append(c.Args, o.ExtraArgs...)
+	c.StartTimeout = o.StartTimeout
+	return localproc.StartReady(ctx, c, localproc.StartOptions{LogPath: filepath.Join(o.LogDir, c.Name+".log")})
+}

@@ -2,13 +2,12 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
@@ -17,7 +16,7 @@ import (
 // and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig);
 // o.Kubeconfig, when set, is used for delegated authentication and authorization.
 func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Process, error) {
-	port, err := freePort()
+	port, err := localproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +29,7 @@ func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Pr
 		// authentication and authorization are skipped.
 		args = append(args, "--authentication-kubeconfig="+o.Kubeconfig, "--authorization-kubeconfig="+o.Kubeconfig)
 	}
-	return start(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", loopback(port))))
+	return StartProcess(ctx, o, "scheduler", args, httpOK(fmt.Sprintf("https://%s/healthz", localproc.Loopback(port))))
 }
 
 // HyperbatchBinDir is where `make build` puts bin/manager and bin/scheduler: HYPERBATCH_BIN, or the
@@ -46,20 +45,7 @@ func HyperbatchBinDir() string {
 // KubeSchedulerConfiguration) as a generic map, for tests and benchmarks that point it at their own
 // control plane.
 func DocumentedSchedulerConfig() (map[string]any, error) {
-	path := filepath.Join(RepoRoot(), "docs", "scheduler-config.yaml")
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the documented scheduler config: %w", err)
-	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	var conf map[string]any
-	if err := json.Unmarshal(js, &conf); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return conf, nil
+	return localproc.DocumentedSchedulerConfig(RepoRoot())
 }
 
 // WithoutEnqueueWait sets the HyperTopology args' waitForEnqueue to false in a scheduler
@@ -85,4 +71,14 @@ func WithoutEnqueueWait(conf map[string]any) error {
 		}
 	}
 	return fmt.Errorf("the scheduler configuration has no HyperTopology pluginConfig")
+}
+
+// StockSchedulerConfig is a KubeSchedulerConfiguration with kube-scheduler's defaults: one profile,
+// default-scheduler, and leader election off (the comparison point of the scheduler benchmarks).
+func StockSchedulerConfig() map[string]any {
+	return map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+		"leaderElection": map[string]any{"leaderElect": false},
+		"profiles":       []any{map[string]any{"schedulerName": "default-scheduler"}},
+	}
 }

@@ -3,14 +3,12 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kschedframework "k8s.io/kubernetes/pkg/scheduler/framework"
@@ -18,115 +16,40 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-const gpu = corev1.ResourceName("nvidia.com/gpu")
+func ctxFor(t *testing.T, d time.Duration) context.Context { return framework.TestContext(t, d) }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// dumpLogOnFailure prints the end of the suite's log when the test failed.
+func dumpLogOnFailure(t *testing.T) { framework.DumpLogOnFailure(t, logPath) }
 
-// dumpLogOnFailure prints the end of the scheduler's log when the test failed.
-func dumpLogOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() || logPath == "" {
-			return
-		}
-		b, err := os.ReadFile(logPath)
-		if err != nil {
-			return
-		}
-		if len(b) > 20000 {
-			b = b[len(b)-20000:]
-		}
-		t.Logf("scheduler log tail:\n%s", b)
-	})
-}
-
-var nsSeq int
-
-// namespace creates a fresh namespace for the test (a suffix keeps -count=N runs apart, as nothing
-// finalizes namespace deletion here); its pods are force-deleted at the end.
+// namespace creates a fresh namespace for the test; its pods are force-deleted at the end.
 func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	nsSeq++
-	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
-	ctx := ctxFor(t, 30*time.Second)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	})
-	return name
+	return framework.SequencedNamespace(t, cs, prefix)
 }
 
 // fakeNode creates a Ready node with 8 GPUs, 64 CPUs and 256Gi, labelled hb-test=<test> plus labels.
 func fakeNode(t *testing.T, test, name string, labels map[string]string) {
 	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	l := map[string]string{"hb-test": test, corev1.LabelHostname: name}
-	for k, v := range labels {
-		l[k] = v
-	}
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
-	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create node %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-	})
-	res := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8"),
-	}
-	created.Status = corev1.NodeStatus{
-		Capacity: res, Allocatable: res,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		Phase: corev1.NodeRunning,
-	}
-	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("node %s status: %v", name, err)
-	}
-	// The TaintNodesByCondition admission plugin adds node.kubernetes.io/not-ready on creation; with no
-	// node lifecycle controller here, nothing would remove it.
-	updated.Spec.Taints = nil
-	if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("node %s taints: %v", name, err)
-	}
+	framework.CreateReadyNode(t, cs, builders.MakeNode(name).Label("hb-test", test).Labels(labels).Obj(), builders.GPUNode())
 }
 
-func nodeMember(name string) topologyv1alpha1.MemberSpec {
-	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: name}}}
-}
-
-func regexMember(pattern string) topologyv1alpha1.MemberSpec {
-	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{RegexMatch: &topologyv1alpha1.RegexMatch{Pattern: pattern}}}
-}
-
-func labelMember(k, v string) topologyv1alpha1.MemberSpec {
-	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeNode, Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}}}
-}
-
-func hyperMember(name string) topologyv1alpha1.MemberSpec {
-	return topologyv1alpha1.MemberSpec{Type: topologyv1alpha1.MemberTypeHyperNode, Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: name}}}
-}
+var (
+	nodeMember  = builders.NodeMember
+	regexMember = builders.RegexMember
+	labelMember = builders.LabelMember
+	hyperMember = builders.HyperNodeMember
+	hardTier    = builders.HardTier
+	gpu         = builders.GPU
+)
 
 func hyperNode(t *testing.T, name string, tier int, tierName string, members ...topologyv1alpha1.MemberSpec) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
-	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: topologyv1alpha1.HyperNodeSpec{Tier: tier, TierName: tierName, Members: members}}
+	hn := builders.MakeHyperNode(name, tier).TierName(tierName).Members(members...).Obj()
 	if err := env.Client.Create(ctx, hn); err != nil {
 		t.Fatalf("create HyperNode %s: %v", name, err)
 	}
@@ -199,34 +122,15 @@ func buildTree(t *testing.T, test string, racks, nodesPerRack int) tree {
 func podGroup(t *testing.T, ns, name string, minMember int32, nt *schedulingv1beta1.NetworkTopologySpec) {
 	t.Helper()
 	ctx := ctxFor(t, 30*time.Second)
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: minMember, NetworkTopology: nt}}
+	pg := builders.MakePodGroup(ns, name).MinMember(minMember).NetworkTopology(nt).Obj()
 	if err := env.Client.Create(ctx, pg); err != nil {
 		t.Fatalf("create PodGroup %s: %v", name, err)
 	}
 }
 
-func hardTier(tier int) *schedulingv1beta1.NetworkTopologySpec {
-	return &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(tier)}
-}
-
 // gangPod returns a pod of group asking for one GPU, restricted to the test's nodes.
 func gangPod(test, ns, group, name string) *corev1.Pod {
-	req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: resource.MustParse("1")}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"group": group}},
-		Spec: corev1.PodSpec{
-			SchedulerName:                 schedulerName,
-			NodeSelector:                  map[string]string{"hb-test": test},
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
-				Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}},
-		},
-	}
-	if group != "" {
-		p.Annotations = map[string]string{"scheduling.k8s.io/group-name": group}
-	}
-	return p
+	return builders.MakeGangPod(ns, name, group, schedulerName).Label("group", group).NodeSelector("hb-test", test).GPUs(1).Obj()
 }
 
 func createPods(t *testing.T, pods ...*corev1.Pod) {

@@ -14,16 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -63,7 +60,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	framework.SetupLogs(framework.QuietErrors)
 	w, err := framework.StartWithWebhooks(framework.WebhookEnvOptions{Fixtures: fixtures()})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration control plane with webhooks did not start: %v\n", err)
@@ -72,14 +69,6 @@ func run(m *testing.M) int {
 	defer w.Stop()
 	env, webhookURL = w.Env, w.URL
 	return m.Run()
-}
-
-// zapLevel logs errors only, everything with WEBHOOK_TEST_VERBOSE=1.
-func zapLevel() int8 {
-	if os.Getenv("WEBHOOK_TEST_VERBOSE") != "" {
-		return -2
-	}
-	return int8(zapcore.ErrorLevel)
 }
 
 // warnings records the admission warnings a client receives.

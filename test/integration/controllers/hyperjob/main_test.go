@@ -4,23 +4,16 @@
 package hyperjob
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -28,27 +21,15 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	// Quiet unless HYPERJOB_TEST_LOG is set.
-	if os.Getenv("HYPERJOB_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	kcm, err := framework.StartKubeControllerManager(env)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "kube-controller-manager (garbage collector): %v\n", err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	kcm.Stop()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-hyperjob-it", Quiet: framework.QuietDiscard}, func(s *framework.Suite) (int, error) {
+		env = s.Env
+		kcm, err := framework.StartKubeControllerManager(env)
+		if err != nil {
+			return 0, fmt.Errorf("kube-controller-manager (garbage collector): %w", err)
+		}
+		defer kcm.Stop()
+		return m.Run(), nil
+	}))
 }
 
 // testConfig is envtest's admin config with client-side rate limiting raised far above anything the
@@ -70,35 +51,7 @@ func startManager(t testing.TB, cfg *rest.Config, namespace string) func() {
 // startManagerWith is startManager with the manager's options changed by edit first (nil: none).
 func startManagerWith(t testing.TB, cfg *rest.Config, namespace string, edit func(*ctrl.Options)) func() {
 	t.Helper()
-	o := ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-	}
-	if edit != nil {
-		edit(&o)
-	}
-	mgr, err := ctrl.NewManager(cfg, o)
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up the HyperJob controller: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return framework.StartTestManager(t, cfg, namespace, edit, func(mgr manager.Manager) error {
+		return hyperjob.NewReconciler(mgr).SetupWithManager(mgr)
+	})
 }

@@ -10,23 +10,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jsctrl "sigs.k8s.io/jobset/pkg/controllers"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -34,26 +27,15 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	if os.Getenv("LIFECYCLE_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-	var err error
-	if env, err = framework.Start(framework.Options{}); err != nil {
-		fmt.Fprintf(os.Stderr, "integration control plane did not start: %v\n", err)
-		os.Exit(1)
-	}
-	kcm, err := framework.StartKubeControllerManager(env, "job-controller", "serviceaccount-controller")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "kube-controller-manager: %v\n", err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	kcm.Stop()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-lifecycle-it", Quiet: framework.QuietDiscard}, func(s *framework.Suite) (int, error) {
+		env = s.Env
+		kcm, err := framework.StartKubeControllerManager(env, "job-controller", "serviceaccount-controller")
+		if err != nil {
+			return 0, fmt.Errorf("kube-controller-manager: %w", err)
+		}
+		defer kcm.Stop()
+		return m.Run(), nil
+	}))
 }
 
 func testConfig() *rest.Config {
@@ -75,56 +57,35 @@ type managerOptions struct {
 // also runs at test cleanup.
 func startManager(t *testing.T, namespace string, mo managerOptions) func() {
 	t.Helper()
-	o := ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-	}
-	mgr, err := ctrl.NewManager(testConfig(), o)
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
-	}
-	if err := lifecycle.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
-		t.Fatalf("setting up the lifecycle controller: %v", err)
-	}
-	if mo.hyperJob {
-		if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
-			t.Fatalf("setting up the HyperJob controller: %v", err)
+	stop := framework.StartTestManager(t, testConfig(), namespace, nil, func(mgr manager.Manager) error {
+		if err := lifecycle.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the lifecycle controller: %w", err)
 		}
-	}
-	if mo.podGroupStatus {
-		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
-		if err == nil {
-			err = r.SetupWithManager(mgr)
-		}
-		if err != nil {
-			t.Fatalf("setting up the PodGroup status controller: %v", err)
-		}
-	}
-	if mo.jobSet {
-		if err := jsctrl.SetupJobSetIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-			t.Fatalf("JobSet indexes: %v", err)
-		}
-		r := jsctrl.NewJobSetReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorderFor("jobset"))
-		if err := r.SetupWithManager(mgr); err != nil {
-			t.Fatalf("setting up the JobSet controller: %v", err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("manager: %v", err)
+		if mo.hyperJob {
+			if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("setting up the HyperJob controller: %w", err)
 			}
-		})
-	}
-	t.Cleanup(stop)
+		}
+		if mo.podGroupStatus {
+			r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
+			if err == nil {
+				err = r.SetupWithManager(mgr)
+			}
+			if err != nil {
+				return fmt.Errorf("setting up the PodGroup status controller: %w", err)
+			}
+		}
+		if mo.jobSet {
+			if err := jsctrl.SetupJobSetIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+				return fmt.Errorf("JobSet indexes: %w", err)
+			}
+			r := jsctrl.NewJobSetReconciler(mgr.GetClient(), mgr.GetScheme(), mgr.GetEventRecorderFor("jobset"))
+			if err := r.SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("setting up the JobSet controller: %w", err)
+			}
+		}
+		return nil
+	})
 	if mo.hyperJob {
 		// Positive signal that the HyperJob controller runs: a probe HyperJob (no lifecycle
 		// annotations) gets its child. Tests then create HyperJobs whose deadline counts from their

@@ -3,7 +3,6 @@ package podgroupstatus
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,62 +11,30 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
-	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
-const gpu = corev1.ResourceName("nvidia.com/gpu")
+const gpu = builders.GPU
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxFor(t *testing.T, d time.Duration) context.Context { return framework.TestContext(t, d) }
 
-// dumpLogOnFailure prints the end of the scheduler/controller log when the test failed.
-func dumpLogOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() || logPath == "" {
-			return
-		}
-		b, err := os.ReadFile(logPath)
-		if err != nil {
-			return
-		}
-		if len(b) > 20000 {
-			b = b[len(b)-20000:]
-		}
-		t.Logf("log tail:\n%s", b)
-	})
-}
+// dumpLogOnFailure prints the end of the suite's log when the test failed.
+func dumpLogOnFailure(t *testing.T) { framework.DumpLogOnFailure(t, logPath) }
 
-var nsSeq int
-
-// namespace creates a fresh namespace (a suffix keeps -count=N runs apart); its pods are
-// force-deleted at the end.
+// namespace creates a fresh namespace for the test; its pods are force-deleted at the end.
 func namespace(t *testing.T, prefix string) string {
-	t.Helper()
-	nsSeq++
-	name := fmt.Sprintf("%s-%d", prefix, nsSeq)
-	_, err := cs.CoreV1().Namespaces().Create(ctxFor(t, 30*time.Second), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = cs.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
-	})
-	return name
+	return framework.SequencedNamespace(t, cs, prefix)
 }
 
 // rack creates nodes fake nodes (8 GPUs, 64 CPUs each, labelled hb-test=<test>) and a tier-1 HyperNode
@@ -77,10 +44,7 @@ func rack(t *testing.T, test, name string, nodes int) {
 	for i := 0; i < nodes; i++ {
 		fakeNode(t, test, fmt.Sprintf("%s-n%d", name, i), name)
 	}
-	hn := &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, TierName: "rack", Members: []topologyv1alpha1.MemberSpec{{
-			Type:     topologyv1alpha1.MemberTypeNode,
-			Selector: topologyv1alpha1.MemberSelector{LabelMatch: &metav1.LabelSelector{MatchLabels: map[string]string{"hb-rack": name}}}}}}}
+	hn := builders.MakeHyperNode(name, 1).TierName("rack").Members(builders.LabelMember("hb-rack", name)).Obj()
 	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), hn))
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), hn)
@@ -90,25 +54,7 @@ func rack(t *testing.T, test, name string, nodes int) {
 // fakeNode creates a Ready node (no kubelet) in a rack.
 func fakeNode(t *testing.T, test, name, rackName string) {
 	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"hb-test": test, "hb-rack": rackName, corev1.LabelHostname: name}}}
-	created, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	res := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("110"), gpu: resource.MustParse("8"),
-	}
-	created.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Phase: corev1.NodeRunning,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	updated, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	// TaintNodesByCondition adds node.kubernetes.io/not-ready on creation; no lifecycle controller here.
-	updated.Spec.Taints = nil
-	_, err = cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	framework.CreateReadyNode(t, cs, builders.MakeNode(name).Label("hb-test", test).Label("hb-rack", rackName).Obj(), builders.GPUNode())
 }
 
 // queue creates a Volcano Queue; state "" leaves status alone (no queue controller runs here).
@@ -130,8 +76,7 @@ func queue(t *testing.T, base string, capability corev1.ResourceList, state sche
 // createQueue creates the Queue name (deleted when the test ends).
 func createQueue(t *testing.T, name string, capability corev1.ResourceList, state schedulingv1beta1.QueueState, strategy schedulingv1beta1.DequeueStrategy) {
 	t.Helper()
-	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1, Capability: capability, DequeueStrategy: strategy}}
+	q := builders.MakeQueue(name).Capability(capability).DequeueStrategy(strategy).Obj()
 	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), q))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
 	if state != "" {
@@ -176,21 +121,12 @@ type pgOpts struct {
 
 func podGroup(t *testing.T, ns, name string, o pgOpts) *schedulingv1beta1.PodGroup {
 	t.Helper()
-	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: schedulingv1beta1.PodGroupSpec{MinMember: o.minMember, Queue: o.queue, NetworkTopology: o.topology}}
-	if o.minGPU > 0 {
-		pg.Spec.MinResources = &corev1.ResourceList{gpu: *resource.NewQuantity(o.minGPU, resource.DecimalSI)}
-	}
-	if o.owner != nil {
-		pg.OwnerReferences = []metav1.OwnerReference{*o.owner}
-	}
+	pg := builders.MakePodGroup(ns, name).MinMember(o.minMember).Queue(o.queue).NetworkTopology(o.topology).MinGPUs(o.minGPU).Owner(o.owner).Obj()
 	require.NoError(t, env.Client.Create(ctxFor(t, 30*time.Second), pg))
 	return pg
 }
 
-func hardTier1() *schedulingv1beta1.NetworkTopologySpec {
-	return &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.HardNetworkTopologyMode, HighestTierAllowed: ptr.To(1)}
-}
+func hardTier1() *schedulingv1beta1.NetworkTopologySpec { return builders.HardTier(1) }
 
 // gangPods creates n pods of group asking for gpus GPUs each, for schedulerName, on the test's nodes.
 func gangPods(t *testing.T, test, ns, group, schedulerName string, n int, gpus int64) {
@@ -203,18 +139,8 @@ func gangPodsFrom(t *testing.T, test, ns, group, schedulerName string, from, n i
 	t.Helper()
 	ctx := ctxFor(t, 60*time.Second)
 	for i := from; i < from+n; i++ {
-		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), gpu: *resource.NewQuantity(gpus, resource.DecimalSI)}
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", group, i), Labels: map[string]string{"group": group},
-				Annotations: map[string]string{schedulingv1beta1.KubeGroupNameAnnotationKey: group}},
-			Spec: corev1.PodSpec{
-				SchedulerName:                 schedulerName,
-				NodeSelector:                  map[string]string{"hb-test": test},
-				TerminationGracePeriodSeconds: ptr.To[int64](0),
-				Containers: []corev1.Container{{Name: "c", Image: "registry.example/trainer:v1",
-					Resources: corev1.ResourceRequirements{Requests: req, Limits: corev1.ResourceList{gpu: req[gpu]}}}},
-			},
-		}
+		p := builders.MakeGangPod(ns, fmt.Sprintf("%s-%d", group, i), group, schedulerName).Label("group", group).
+			NodeSelector("hb-test", test).GPUs(gpus).Obj()
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}

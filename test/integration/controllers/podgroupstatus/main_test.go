@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,16 +16,11 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 )
@@ -41,54 +35,15 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	code, err := run(m)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "podgroupstatus integration: %v\n", err)
-		os.Exit(1)
-	}
-	os.Exit(code)
-}
-
-func run(m *testing.M) (int, error) {
-	var err error
-	env, err = framework.Start(framework.Options{})
-	if err != nil {
-		return 0, fmt.Errorf("control plane did not start: %w", err)
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-	}()
-	if cs, err = kubernetes.NewForConfig(env.Config); err != nil {
-		return 0, err
-	}
-	dir, err := os.MkdirTemp("", "hb-pgstatus-it")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-
 	// Scheduler and controller logs go to a file whose tail is printed when a test fails
 	// (HB_TEST_LOG=stderr keeps them on stderr).
-	if os.Getenv("HB_TEST_LOG") != "stderr" {
-		logPath = filepath.Join(dir, "test.log")
-		f, err := os.Create(logPath)
-		if err != nil {
-			return 0, err
-		}
-		defer func() { _ = f.Close() }()
-		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
-		_ = fs.Set("logtostderr", "false")
-		_ = fs.Set("alsologtostderr", "false")
-		if v := os.Getenv("HB_TEST_V"); v != "" {
-			_ = fs.Set("v", v)
-		}
-		klog.SetOutput(f)
-	}
-	ctrllog.SetLogger(klog.NewKlogr())
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-pgstatus-it", LogFile: "test.log"},
+		func(s *framework.Suite) (int, error) { return run(m, s) }))
+}
 
+func run(m *testing.M, suite *framework.Suite) (int, error) {
+	env, cs, logPath = suite.Env, suite.Clientset, suite.LogPath
+	dir := suite.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done, err := schedulerenv.Start(ctx, env.Config, dir)
@@ -118,7 +73,7 @@ type writeCounter struct {
 }
 
 func (w *writeCounter) RoundTrip(next http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return framework.RoundTripFunc(func(req *http.Request) (*http.Response, error) {
 		switch req.Method {
 		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 			if i := strings.Index(req.URL.Path, "/podgroups/"); i >= 0 {
@@ -145,16 +100,11 @@ func (w *writeCounter) For(name string) int {
 	return w.byName[name]
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 type controllerRun struct {
 	writes *writeCounter
 	// cache is the controller's informer cache: tests wait on it for what the controller has seen.
-	cache  client.Reader
-	cancel context.CancelFunc
-	done   chan error
+	cache client.Reader
+	mgr   *framework.RunningManager
 }
 
 // startController starts a manager with only the podgroupstatus controller, its writes counted.
@@ -162,31 +112,19 @@ func startController() (*controllerRun, error) {
 	w := &writeCounter{byName: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(w.RoundTrip)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme.New(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// The restart test runs a second controller of the same name in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	// The restart test runs a second controller of the same name in this process
+	// (TestManagerOptions allows it).
+	m, err := framework.StartManagerWith(cfg, framework.TestManagerOptions(""), func(mgr manager.Manager) error {
+		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating manager: %w", err)
-	}
-	r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
-	if err != nil {
 		return nil, err
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	run := &controllerRun{writes: w, cache: mgr.GetCache(), cancel: cancel, done: make(chan error, 1)}
-	go func() { run.done <- mgr.Start(ctx) }()
-	return run, nil
+	return &controllerRun{writes: w, cache: m.GetCache(), mgr: m}, nil
 }
 
-func (c *controllerRun) stop() {
-	c.cancel()
-	if err := <-c.done; err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-	}
-}
+func (c *controllerRun) stop() { c.mgr.StopOrReport() }

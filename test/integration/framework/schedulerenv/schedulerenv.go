@@ -1,73 +1,92 @@
 // Package schedulerenv runs the real hyperbatch-scheduler (kube-scheduler's app.Setup/app.Run with
 // hyperbatch's plugin registry and docs/scheduler-config.yaml as --config) in the test process,
 // against a test control plane. It is its own package so that only the tests that need a scheduler
-// link kube-scheduler.
+// link kube-scheduler. It is the one in-process scheduler of the integration suites and benchmarks.
 package schedulerenv
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	kubescheduler "k8s.io/kubernetes/pkg/scheduler"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/registry"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // SchedulerName is the profile docs/scheduler-config.yaml defines.
 const SchedulerName = "hyperbatch-scheduler"
 
-// Start runs the scheduler until ctx is cancelled; dir holds its kubeconfig and config. The returned
-// channel closes when the scheduler has stopped.
+// Options tune Run.
+type Options struct {
+	// Config is the KubeSchedulerConfiguration (as a generic map); nil: docs/scheduler-config.yaml.
+	// Its clientConnection.kubeconfig is pointed at the test control plane; other clientConnection
+	// fields (qps, burst) are kept.
+	Config map[string]any
+	// WithoutEnqueueWait turns the HyperTopology args' waitForEnqueue off (framework.WithoutEnqueueWait),
+	// for suites that run no PodGroup lifecycle controller: gangs are placed once their pods exist.
+	WithoutEnqueueWait bool
+	// Profile must be among the configuration's profiles; default SchedulerName.
+	Profile string
+	// ConfigName is the file name of the written configuration in dir; default scheduler-config.yaml.
+	ConfigName string
+}
+
+// Start runs the scheduler with docs/scheduler-config.yaml until ctx is cancelled; dir holds its
+// kubeconfig and config. The returned channel closes when the scheduler has stopped.
 func Start(ctx context.Context, cfg *rest.Config, dir string) (<-chan struct{}, error) {
+	_, done, err := Run(ctx, cfg, dir, Options{})
+	return done, err
+}
+
+// Run starts the scheduler as cmd/scheduler does (--config written into dir, as hack/localcluster
+// does) and returns it and a channel that closes when it has stopped after ctx is cancelled.
+func Run(ctx context.Context, cfg *rest.Config, dir string, o Options) (*kubescheduler.Scheduler, <-chan struct{}, error) {
+	if o.Profile == "" {
+		o.Profile = SchedulerName
+	}
+	if o.ConfigName == "" {
+		o.ConfigName = "scheduler-config.yaml"
+	}
 	kubeconfig := filepath.Join(dir, "scheduler.kubeconfig")
 	if err := framework.WriteKubeconfig(cfg, kubeconfig); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "docs", "scheduler-config.yaml"))
-	if err != nil {
-		return nil, fmt.Errorf("reading the scheduler configuration: %w", err)
+	conf := o.Config
+	if conf == nil {
+		var err error
+		if conf, err = framework.DocumentedSchedulerConfig(); err != nil {
+			return nil, nil, err
+		}
 	}
-	js, err := yaml.ToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("docs/scheduler-config.yaml: %w", err)
+	if o.WithoutEnqueueWait {
+		if err := framework.WithoutEnqueueWait(conf); err != nil {
+			return nil, nil, err
+		}
 	}
-	var conf map[string]any
-	if err := json.Unmarshal(js, &conf); err != nil {
-		return nil, fmt.Errorf("docs/scheduler-config.yaml: %w", err)
+	configPath := filepath.Join(dir, o.ConfigName)
+	if err := localproc.WriteSchedulerConfig(conf, kubeconfig, configPath); err != nil {
+		return nil, nil, err
 	}
-	conn, _ := conf["clientConnection"].(map[string]any)
-	if conn == nil {
-		conn = map[string]any{}
-	}
-	conn["kubeconfig"] = kubeconfig
-	conf["clientConnection"] = conn
-	out, err := json.Marshal(conf)
-	if err != nil {
-		return nil, err
-	}
-	configPath := filepath.Join(dir, "scheduler-config.yaml")
-	if err := os.WriteFile(configPath, out, 0o600); err != nil {
-		return nil, err
-	}
+
 	opts := options.NewOptions()
 	opts.ConfigFile = configPath
 	opts.SecureServing.BindPort = 0 // no HTTPS endpoint in tests
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cc, s, err := app.Setup(ctx, opts, registry.Options()...)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler setup: %w", err)
+		return nil, nil, fmt.Errorf("scheduler setup: %w", err)
 	}
-	if s.Profiles[SchedulerName] == nil {
-		return nil, fmt.Errorf("profile %s missing from docs/scheduler-config.yaml", SchedulerName)
+	if s.Profiles[o.Profile] == nil {
+		return nil, nil, fmt.Errorf("profile %s missing from the scheduler configuration", o.Profile)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -76,5 +95,5 @@ func Start(ctx context.Context, cfg *rest.Config, dir string) (<-chan struct{}, 
 			fmt.Fprintf(os.Stderr, "scheduler stopped: %v\n", err)
 		}
 	}()
-	return done, nil
+	return s, done, nil
 }

@@ -1,4 +1,4 @@
-package main
+package localproc
 
 import (
 	"crypto"
@@ -17,11 +17,12 @@ import (
 	"time"
 )
 
-const frontProxyClientCN = "front-proxy-client"
+// FrontProxyClientCN is the only client certificate CN the API server lets assert request headers.
+const FrontProxyClientCN = "front-proxy-client"
 
-// pki holds the paths of the local cluster's credentials. Everything is generated fresh on every `up`
+// PKI holds the paths of a local cluster's credentials. Everything is generated fresh on every `up`
 // (the etcd data is fresh too, so nothing signed by an older key survives).
-type pki struct {
+type PKI struct {
 	Dir         string
 	CACert      string // CA of the serving and client certificates
 	ServingCert string // 127.0.0.1/localhost serving certificate, used by every component
@@ -40,9 +41,10 @@ type pki struct {
 	JobSetCertDir      string
 }
 
-func newPKI(dir string) pki {
+// NewPKI names the credential files of a cluster below dir (nothing is written).
+func NewPKI(dir string) PKI {
 	p := func(name string) string { return filepath.Join(dir, name) }
-	return pki{
+	return PKI{
 		Dir: dir, CACert: p("ca.crt"),
 		ServingCert: p("serving.crt"), ServingKey: p("serving.key"),
 		AdminCert: p("admin.crt"), AdminKey: p("admin.key"),
@@ -53,8 +55,8 @@ func newPKI(dir string) pki {
 	}
 }
 
-// generate writes a CA, a serving certificate, an admin client certificate and the service-account key.
-func (p pki) generate() error {
+// Generate writes a CA, a serving certificate, an admin client certificate and the service-account key.
+func (p PKI) Generate() error {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", p.Dir, err)
 	}
@@ -110,7 +112,7 @@ func (p pki) generate() error {
 	// kube-controller-manager and the scheduler delegate authentication to the API server and expect its
 	// request-header CA in kube-system/extension-apiserver-authentication; only this CN may assert headers.
 	proxy := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: frontProxyClientCN},
+		Subject:     pkix.Name{CommonName: FrontProxyClientCN},
 		NotBefore:   now.Add(-time.Hour),
 		NotAfter:    now.AddDate(1, 0, 0),
 		KeyUsage:    x509.KeyUsageDigitalSignature,

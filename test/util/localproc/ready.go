@@ -1,0 +1,172 @@
+package localproc
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Loopback is 127.0.0.1:port.
+func Loopback(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// FreePort is a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePorts finds n free loopback ports.
+func FreePorts(n int) ([]int, error) {
+	out := make([]int, 0, n)
+	for range n {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// ProbeClient checks the health endpoints of processes started on loopback; some serve HTTPS with a
+// self-signed certificate (kube-scheduler), of which only liveness is asked.
+var ProbeClient = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probes
+
+// HTTPReady returns a check that passes when url answers 200 through c (and the body contains want,
+// if set).
+func HTTPReady(c *http.Client, url, want string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64*1024))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body)))
+		}
+		if want != "" && !strings.Contains(string(body), want) {
+			return fmt.Errorf("%s answered %s", url, strings.TrimSpace(string(body)))
+		}
+		return nil
+	}
+}
+
+// TLSAnswers passes once url answers over TLS with a certificate the CA in caFile signed (any HTTP
+// status: a webhook server may serve only its admission paths).
+func TLSAnswers(caFile, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return err
+		}
+		return TLSAnswersCA(ca, url)(ctx)
+	}
+}
+
+// TLSAnswersCA is TLSAnswers with the CA's PEM.
+func TLSAnswersCA(ca []byte, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return errors.New("no certificate in the CA PEM")
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+}
+
+// TLSClient trusts the cluster's CA and presents its admin client certificate.
+func (p PKI) TLSClient() (*http.Client, error) {
+	caPEM, err := os.ReadFile(p.CACert)
+	if err != nil {
+		return nil, fmt.Errorf("reading CA certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("no certificate in %s", p.CACert)
+	}
+	cert, err := tls.LoadX509KeyPair(p.AdminCert, p.AdminKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading admin client certificate: %w", err)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}, nil
+}
+
+// WriteSelfSignedCert writes tls.crt and tls.key (ECDSA P-256, valid for 127.0.0.1 and localhost, one
+// year) into dir and returns the certificate PEM (usable as a caBundle).
+func WriteSelfSignedCert(dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, fmt.Errorf("generating serial: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("signing certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encoding key: %w", err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o644); err != nil {
+		return nil, fmt.Errorf("writing tls.crt: %w", err)
+	}
+	if err := writePEM(filepath.Join(dir, "tls.key"), "EC PRIVATE KEY", keyDER, 0o600); err != nil {
+		return nil, err
+	}
+	return certPEM, nil
+}
