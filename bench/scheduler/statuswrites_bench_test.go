@@ -121,7 +121,7 @@ func runStatusWorkload(b *testing.B, cs kubernetes.Interface, env *framework.Env
 	start := time.Now()
 	bound := make(chan error, 1)
 	go func() { bound <- waitBound(ctx, cs, ns, total, 5*time.Minute) }()
-	parallel(b, tpCreators, total, func(i int) error {
+	framework.Parallel(b, tpCreators, total, func(i int) error {
 		g, k := gangOf(gangs, i)
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, gangPod(ns, fmt.Sprintf("%s-%03d", g.name, k), g.name, hbName), metav1.CreateOptions{})
 		return err

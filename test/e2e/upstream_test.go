@@ -28,8 +28,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
