@@ -49,6 +49,9 @@ func readState(cs fwk.CycleState) *state {
 
 // PreFilter resolves the gang and pins the pod to the gang's domain.
 func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if group, ok := gang.UpstreamGroupOf(pod); ok {
+		return nil, refuseUpstreamGroup(ctx, pod, group)
+	}
 	key, ok := gang.KeyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -92,6 +95,26 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, nil
 	}
 	return &fwk.PreFilterResult{NodeNames: pl.nodes}, nil
+}
+
+// ReasonUpstreamPodGroup prefixes the refusal of a pod in an upstream Workload API pod group.
+const ReasonUpstreamPodGroup = "UpstreamPodGroupNotSupported"
+
+// refuseUpstreamGroup turns away a pod of an upstream Workload API pod group (spec.schedulingGroup).
+// HyperTopology cannot see the group (its gang policy and topology constraints are in
+// scheduling.k8s.io PodGroup/Workload objects this scheduler does not read), and placing the pod
+// alone would break the group's all-or-nothing guarantee; so no pod of such a group is ever bound.
+// UnschedulableAndUnresolvable makes kube-scheduler set the pod's PodScheduled condition to False
+// (reason Unschedulable) and record a FailedScheduling Event, both carrying this message; the pod
+// is not retried by preemption. spec.schedulingGroup is immutable, so the answer never changes.
+func refuseUpstreamGroup(ctx context.Context, pod *corev1.Pod, group string) *fwk.Status {
+	msg := fmt.Sprintf("%s: the pod belongs to the Kubernetes Workload API pod group %q (spec.schedulingGroup, scheduling.k8s.io); "+
+		"hyperbatch-scheduler does not place those groups and will not bind their pods one by one. "+
+		"Use a Volcano PodGroup instead (the %s annotation, without spec.schedulingGroup), "+
+		"or the default scheduler with its GangScheduling feature for scheduling.k8s.io groups",
+		ReasonUpstreamPodGroup, group, gang.GroupNameAnnotation)
+	klog.FromContext(ctx).V(2).Info("Refusing a pod of an upstream pod group", "pod", klog.KObj(pod), "podGroup", group)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
 
 // notePartlyBound reports a gang with some but fewer than minMember pods bound and nothing in

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +47,9 @@ type Options struct {
 	CRDDirs []string
 	// WebhookInstall, when set, registers webhook configurations with the apiserver (see envtest).
 	WebhookInstall *envtest.WebhookInstallOptions
+	// APIServerFlags are extra kube-apiserver flags, name without dashes -> value (for example
+	// "feature-gates" and "runtime-config"); they replace envtest's value of the same flag.
+	APIServerFlags map[string]string
 }
 
 // RepoRoot is the repository's top directory.
@@ -101,6 +106,9 @@ func Start(opts Options) (*Env, error) {
 	if opts.WebhookInstall != nil {
 		te.WebhookInstallOptions = *opts.WebhookInstall
 	}
+	for name, value := range opts.APIServerFlags {
+		te.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := te.Start()
 	if err != nil {
 		_ = te.Stop()
@@ -119,6 +127,22 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// KubeAPIServerMinor is the minor version of AssetsDir()'s kube-apiserver, from its --version (which
+// hack/tools.sh stamps), so a suite can choose version-dependent flags before starting it.
+func KubeAPIServerMinor() (int, error) {
+	bin := filepath.Join(AssetsDir(), "kube-apiserver")
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	// "Kubernetes v1.37.2"
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes")), "v%d.%d", &major, &minor); err != nil || major != 1 || minor == 0 {
+		return 0, fmt.Errorf("%s --version printed %q, not a stamped v1.N version: rebuild it with hack/tools.sh", bin, strings.TrimSpace(string(out)))
+	}
+	return minor, nil
 }
 
 func (e *Env) checkKinds(kinds []schema.GroupVersionKind) error {

@@ -34,6 +34,8 @@ var (
 	sched   *kubescheduler.Scheduler
 	profile schedframework.Framework
 	logPath string
+	// apiserverMinor is the control plane's Kubernetes minor (1.36 or 1.37 in make test).
+	apiserverMinor int
 )
 
 func TestMain(m *testing.M) {
@@ -49,7 +51,14 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) (int, error) {
 	var err error
 	ctrllog.SetLogger(klog.NewKlogr()) // API warnings from the test client go to the scheduler log
-	env, err = framework.Start(framework.Options{})
+	if apiserverMinor, err = framework.KubeAPIServerMinor(); err != nil {
+		return 0, err
+	}
+	flags, err := upstreamWorkloadFlags(apiserverMinor)
+	if err != nil {
+		return 0, err
+	}
+	env, err = framework.Start(framework.Options{APIServerFlags: flags})
 	if err != nil {
 		return 0, fmt.Errorf("control plane did not start: %w", err)
 	}
