@@ -15,7 +15,7 @@ import (
 )
 
 // The controllers kube-controller-manager runs here (names as `kube-controller-manager --help` lists them
-// in 1.34): enough for Jobs, namespace deletion, ownerReference cleanup and service accounts.
+// in 1.36 and 1.37): enough for Jobs, namespace deletion, ownerReference cleanup and service accounts.
 var controllerManagerControllers = []string{
 	"garbage-collector-controller",
 	"job-controller",
