@@ -119,7 +119,7 @@ func (p *Plugin) NormalizeScore(ctx context.Context, cs fwk.CycleState, pod *cor
 		return nil
 	}
 	for i := range scores {
-		scores[i].Score = scores[i].Score * fwk.MaxNodeScore / hi
+		scores[i].Score = scores[i].Score * fwk.MaxScore / hi
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ func TestUpstreamJobWorkloadIsRefused(t *testing.T) {
 	err = wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "group=job"})
 		if err != nil {
+			t.Logf("listing the Job's pods (will retry): %v", err)
 			return false, nil
 		}
 		pods = l.Items
@@ -157,6 +158,7 @@ func waitRefused(t *testing.T, ns, pod, group string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
+			t.Logf("getting pod %s (will retry): %v", pod, err)
 			return false, nil
 		}
 		condOK := false
@@ -168,6 +170,7 @@ func waitRefused(t *testing.T, ns, pod, group string) {
 		}
 		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			t.Logf("listing events in %s (will retry): %v", ns, err)
 			return false, nil
 		}
 		var notes []string
