@@ -205,7 +205,11 @@ func TestWorkloadPolicyValidation(t *testing.T) {
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("case %d: want an Invalid error, got %v", i, err)
 			}
-			if !strings.Contains(err.Error(), tc.wantMsg) {
+			// kube-apiserver up to 1.36 shows the value's type ("Invalid value: \"string\": ..."), 1.37
+			// the value itself: check the field and the message, not what stands between them.
+			field, rest, _ := strings.Cut(tc.wantMsg, ": Invalid value: ")
+			_, msg, _ := strings.Cut(rest, "\": ")
+			if !strings.Contains(err.Error(), field+": Invalid value: ") || !strings.Contains(err.Error(), msg) {
 				t.Errorf("error %q does not mention %q", err.Error(), tc.wantMsg)
 			}
 		})
