@@ -16,6 +16,18 @@ GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.
 PKGS       ?= $(shell $(GO) list -tags e2e ./... | grep -v /bench/)
+# The previous minor's control plane (docs/compatibility.md): make test runs everything on the
+# kube-apiserver/kube-controller-manager of hack/tools/k8s (1.37), then the scheduler and webhook
+# integration suites and the e2e journeys again on those of hack/tools/k8s136 (1.36), from bin/k8s-1.36/
+# (the 1.36 binaries plus links to every other tool, manager and scheduler).
+BIN_136    := $(BIN)/k8s-1.36
+TOOLS_136  := kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36
+PKGS_136   ?= ./test/integration/scheduler/ ./test/integration/webhook/
+E2E_RUN_136 ?= ^TestJourney
+# The Kubernetes version bin/scheduler reports (kube-scheduler's --version and /version): the
+# k8s.io/kubernetes version in go.mod, which the chart's kubeVersion and docs/compatibility.md follow.
+SCHED_K8S  := $(shell awk '$$1=="k8s.io/kubernetes"{print $$2; exit}' go.mod)
+SCHED_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(SCHED_K8S) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(SCHED_K8S))) -X k8s.io/component-base/version.gitTreeState=clean
 
 export KUBEBUILDER_ASSETS := $(BIN)
 export HYPERBATCH_BIN := $(BIN)
@@ -23,7 +35,7 @@ export HYPERBATCH_BIN := $(BIN)
 .PHONY: build
 build: ## Build bin/manager and bin/scheduler.
 	$(GO) build -o $(BIN)/manager ./cmd/manager
-	$(GO) build -o $(BIN)/scheduler ./cmd/scheduler
+	$(GO) build -ldflags "$(SCHED_LDFLAGS)" -o $(BIN)/scheduler ./cmd/scheduler
 
 .PHONY: tools
 tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint, Volcano's controller-manager, webhook-manager and scheduler, the JobSet controller) into bin/.
@@ -32,6 +44,12 @@ tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-
 .PHONY: test-tools
 test-tools:
 	hack/tools.sh $(TEST_TOOLS)
+
+# bin/k8s-1.36/: the 1.36 control plane and links to every other tool, manager and scheduler.
+.PHONY: test-tools-136
+test-tools-136: test-tools
+	hack/tools.sh $(TOOLS_136)
+	for t in $(filter-out kube-apiserver kube-controller-manager kubectl,$(TEST_TOOLS)) manager scheduler; do ln -sfn ../$$t $(BIN_136)/$$t; done
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code (api/, scheduler-plugin/args), our CRD (config/crd/ and the chart's crds/), the manager's RBAC (config/rbac) and the webhook manifests.
@@ -52,9 +70,13 @@ crds: ## Generate Volcano's CRDs from volcano.sh/apis (controller-gen) and gathe
 	hack/crds.sh
 
 .PHONY: test
-test: test-tools crds build ## Unit, integration (real etcd + kube-apiserver) and local e2e tests, in one go test run.
+test: test-tools test-tools-136 crds build ## Unit, integration (real etcd + kube-apiserver) and local e2e tests on the 1.37 control plane, then the scheduler/webhook integration suites and e2e journeys on 1.36; one summary.
 	$(GO) vet -tags e2e ./...
-	$(GO) test -json -tags e2e $(GOTEST_FLAGS) $(PKGS) | $(GO) run ./hack/testsummary
+	{ $(GO) test -json -tags e2e $(GOTEST_FLAGS) $(PKGS) || true; \
+	  echo "=== suite: kube 1.36"; \
+	  KUBEBUILDER_ASSETS=$(BIN_136) HYPERBATCH_BIN=$(BIN_136) $(GO) test -json -tags e2e $(GOTEST_FLAGS) $(PKGS_136) || true; \
+	  KUBEBUILDER_ASSETS=$(BIN_136) HYPERBATCH_BIN=$(BIN_136) $(GO) test -json -tags e2e $(GOTEST_FLAGS) -run '$(E2E_RUN_136)' ./test/e2e/ || true; \
+	} | $(GO) run ./hack/testsummary
 
 .PHONY: test-e2e
 test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECONFIG to use a running cluster).

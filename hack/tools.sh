@@ -7,6 +7,9 @@
 #                                       trainer-controller-manager karmada-aggregated-apiserver
 #                                       karmada-webhook karmada-controller-manager karmada-scheduler
 #                                                                    (default: all)
+#                                       kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36
+#                                       (the previous minor's control plane, built into bin/k8s-1.36/ under
+#                                       the upstream names; not part of the default set)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
@@ -29,11 +32,19 @@ command -v go >/dev/null 2>&1 || die "no Go toolchain on PATH. Install Go (the v
 need=$(awk '$1=="go"{print $2; exit}' go.mod)
 gov=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
 if [ "$(printf '%s\n%s\n' "$need" "$gov" | sort -V | head -n1)" != "$need" ]; then
-  die "Go $gov is too old: go.mod needs Go $need or newer (k8s.io/kubernetes v1.34 and its dependencies). Install Go $need+ from https://go.dev/dl, or set GOTOOLCHAIN=auto, and retry."
+  die "Go $gov is too old: go.mod needs Go $need or newer (k8s.io/kubernetes v1.36 and its dependencies). Install Go $need+ from https://go.dev/dl, or set GOTOOLCHAIN=auto, and retry."
 fi
 
-K8S_VERSION=v1.34.1
-K8S_LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=34 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
+# k8s_ldflags version: the version stamps `kube-apiserver --version`, /version and kubectl report (a plain
+# `go build` leaves them at v0.0.0, which clients and the skew checks would misread).
+k8s_ldflags() {
+  local v=$1 minor
+  minor=$(echo "$v" | cut -d. -f2)
+  echo "-s -w -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$v"
+}
+# The control plane make test runs on (group k8s) and the previous minor's (group k8s136), which the
+# smaller suite of `make test` runs on; keep each in step with k8s.io/kubernetes in its group's go.mod.
+declare -A K8S_VERSION=([k8s]=v1.37.2 [k8s136]=v1.36.3)
 
 # tool -> "group package ldflags"
 declare -A GROUP PKG
@@ -41,6 +52,9 @@ GROUP[etcd]=etcd;                    PKG[etcd]=go.etcd.io/etcd/server/v3
 GROUP[kube-apiserver]=k8s;           PKG[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
 GROUP[kube-controller-manager]=k8s;  PKG[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
 GROUP[kubectl]=k8s;                  PKG[kubectl]=k8s.io/kubernetes/cmd/kubectl
+GROUP[kube-apiserver-1.36]=k8s136;          PKG[kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
+GROUP[kube-controller-manager-1.36]=k8s136; PKG[kube-controller-manager-1.36]=k8s.io/kubernetes/cmd/kube-controller-manager
+GROUP[kubectl-1.36]=k8s136;                 PKG[kubectl-1.36]=k8s.io/kubernetes/cmd/kubectl
 GROUP[kwok]=kwok;                    PKG[kwok]=sigs.k8s.io/kwok/cmd/kwok
 GROUP[controller-gen]=gen;           PKG[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 GROUP[helm]=gen;                     PKG[helm]=helm.sh/helm/v3/cmd/helm
@@ -54,6 +68,9 @@ GROUP[karmada-aggregated-apiserver]=karmada; PKG[karmada-aggregated-apiserver]=g
 GROUP[karmada-webhook]=karmada;              PKG[karmada-webhook]=github.com/karmada-io/karmada/cmd/webhook
 GROUP[karmada-controller-manager]=karmada;   PKG[karmada-controller-manager]=github.com/karmada-io/karmada/cmd/controller-manager
 GROUP[karmada-scheduler]=karmada;            PKG[karmada-scheduler]=github.com/karmada-io/karmada/cmd/scheduler
+# OUT: the path under bin/ when it is not the tool's name (the 1.36 binaries keep the upstream names in
+# their own directory, so KUBEBUILDER_ASSETS / HYPERBATCH_BIN can point at it).
+declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager [kubectl-1.36]=k8s-1.36/kubectl)
 ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
@@ -71,8 +88,10 @@ stamp_of() { # tool -> stamp text
 }
 
 build() {
-  local tool=$1 dir=hack/tools/${GROUP[$1]} out=$BIN/$1 stampf=$BIN/.$1.stamp want
-  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL"
+  local tool=$1
+  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36"
+  local dir=hack/tools/${GROUP[$tool]} out=$BIN/${OUT[$tool]:-$tool} stampf=$BIN/.$tool.stamp want
+  mkdir -p "$(dirname "$out")"
   want=$(stamp_of "$tool")
   local key cached=
   key=$(printf '%s' "$want" | sha256sum | cut -c1-16)
@@ -89,7 +108,7 @@ build() {
     return 0
   fi
   local ldflags="-s -w"
-  [ "${GROUP[$tool]}" = k8s ] && ldflags=$K8S_LDFLAGS
+  [ -z "${K8S_VERSION[${GROUP[$tool]}]:-}" ] || ldflags=$(k8s_ldflags "${K8S_VERSION[${GROUP[$tool]}]}")
   [ "${GROUP[$tool]}" = karmada ] && ldflags="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(awk '$1=="github.com/karmada-io/karmada"{print $2; exit}' "$dir/go.mod")"
   local start=$SECONDS log
   log=$(mktemp)

@@ -39,7 +39,7 @@ import (
 //
 // Each scheduler is a process started from bin/ (bin/scheduler for hyperbatch with
 // docs/scheduler-config.yaml, and for the stock profile with a default-scheduler-only configuration:
-// the same kube-scheduler v1.34 code, its plugins unused; bin/vc-scheduler with
+// the same kube-scheduler code (v1.36), its plugins unused; bin/vc-scheduler with
 // --enable-metrics=true, Volcano #4729), beside the controller the scheduler needs in a cluster,
 // also a process: hyperbatch's manager with its podgroupstatus controller (PodGroup enqueue and
 // phases), Volcano's controller-manager (its queue controller opens the Queue; Volcano's scheduler

@@ -2,6 +2,10 @@
 // per package, the full output of every failed test, and a closing line
 // "tests: N passed, N failed, N skipped". It exits non-zero when a test or a package build failed, or
 // when no test ran at all.
+//
+// Several go test runs may be concatenated on stdin (make test runs some suites a second time on
+// another control plane): a line "=== suite: <name>" between them names the runs that follow, and
+// their packages are reported as "<package> [<name>]", counted in the same closing line.
 package main
 
 import (
@@ -27,15 +31,24 @@ func main() {
 	var passed, failed, skipped int
 	var failedTests, failedPkgs []string
 	start := time.Now()
+	suite := ""
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
+		if name, ok := strings.CutPrefix(string(line), "=== suite: "); ok {
+			suite = strings.TrimSpace(name)
+			fmt.Printf("\n%s\n", strings.TrimSpace(string(line)))
+			continue
+		}
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil || e.Action == "" {
 			// Build errors and other non-JSON lines are passed through as they are.
 			fmt.Println(string(line))
 			continue
+		}
+		if suite != "" {
+			e.Package += " [" + suite + "]"
 		}
 		key := e.Package + " " + e.Test
 		switch e.Action {

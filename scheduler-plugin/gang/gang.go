@@ -25,13 +25,30 @@ type Key struct{ Namespace, Name string }
 
 func (k Key) String() string { return k.Namespace + "/" + k.Name }
 
-// KeyOf returns the pod's gang, if it has one.
+// KeyOf returns the pod's gang, if it has one. A pod of an upstream Workload API pod group
+// (spec.schedulingGroup, see UpstreamGroupOf) belongs to no Volcano gang even when it also carries the
+// annotation: the scheduler refuses it, so it must not count toward a Volcano gang's minMember.
 func KeyOf(pod *corev1.Pod) (Key, bool) {
 	name := pod.Annotations[GroupNameAnnotation]
-	if name == "" {
+	if name == "" || pod.Spec.SchedulingGroup != nil {
 		return Key{}, false
 	}
 	return Key{Namespace: pod.Namespace, Name: name}, true
+}
+
+// UpstreamGroupOf returns the upstream Workload API (scheduling.k8s.io, KEP-4671) pod group the pod
+// names in spec.schedulingGroup (Kubernetes 1.36+, feature gate GenericWorkload), if any. Such a
+// group's gang policy and topology constraints live in scheduling.k8s.io PodGroup/Workload objects,
+// which HyperTopology does not read.
+func UpstreamGroupOf(pod *corev1.Pod) (string, bool) {
+	g := pod.Spec.SchedulingGroup
+	if g == nil {
+		return "", false
+	}
+	if g.PodGroupName != nil {
+		return *g.PodGroupName, true
+	}
+	return "", true // a group form newer than this build knows
 }
 
 // Mode is the network topology mode.

@@ -170,12 +170,15 @@ type snapshotHandle struct {
 	nodes []fwk.NodeInfo
 }
 
-func (h *snapshotHandle) SnapshotSharedLister() framework.SharedLister { return fakeLister{h.nodes} }
+func (h *snapshotHandle) SnapshotSharedLister() fwk.SharedLister { return fakeLister{h.nodes} }
 
 type fakeLister struct{ nodes []fwk.NodeInfo }
 
-func (l fakeLister) NodeInfos() framework.NodeInfoLister       { return fakeNodeInfos(l) }
-func (l fakeLister) StorageInfos() framework.StorageInfoLister { return nil }
+func (l fakeLister) NodeInfos() fwk.NodeInfoLister       { return fakeNodeInfos(l) }
+func (l fakeLister) StorageInfos() fwk.StorageInfoLister { return nil }
+
+// PodGroupStates (the upstream Workload API's pod groups, 1.36+) is not read by the plugin.
+func (l fakeLister) PodGroupStates() fwk.PodGroupStateLister { return nil }
 
 type fakeNodeInfos struct{ nodes []fwk.NodeInfo }
 

@@ -11,12 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/domain"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
@@ -47,7 +48,10 @@ func readState(cs fwk.CycleState) *state {
 }
 
 // PreFilter resolves the gang and pins the pod to the gang's domain.
-func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if group, ok := gang.UpstreamGroupOf(pod); ok {
+		return nil, refuseUpstreamGroup(ctx, pod, group)
+	}
 	key, ok := gang.KeyOf(pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -90,7 +94,27 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	if pl.nodes == nil { // the whole cluster
 		return nil, nil
 	}
-	return &framework.PreFilterResult{NodeNames: pl.nodes}, nil
+	return &fwk.PreFilterResult{NodeNames: pl.nodes}, nil
+}
+
+// ReasonUpstreamPodGroup prefixes the refusal of a pod in an upstream Workload API pod group.
+const ReasonUpstreamPodGroup = "UpstreamPodGroupNotSupported"
+
+// refuseUpstreamGroup turns away a pod of an upstream Workload API pod group (spec.schedulingGroup).
+// HyperTopology cannot see the group (its gang policy and topology constraints are in
+// scheduling.k8s.io PodGroup/Workload objects this scheduler does not read), and placing the pod
+// alone would break the group's all-or-nothing guarantee; so no pod of such a group is ever bound.
+// UnschedulableAndUnresolvable makes kube-scheduler set the pod's PodScheduled condition to False
+// (reason Unschedulable) and record a FailedScheduling Event, both carrying this message; the pod
+// is not retried by preemption. spec.schedulingGroup is immutable, so the answer never changes.
+func refuseUpstreamGroup(ctx context.Context, pod *corev1.Pod, group string) *fwk.Status {
+	msg := fmt.Sprintf("%s: the pod belongs to the Kubernetes Workload API pod group %q (spec.schedulingGroup, scheduling.k8s.io); "+
+		"hyperbatch-scheduler does not place those groups and will not bind their pods one by one. "+
+		"Use a Volcano PodGroup instead (the %s annotation, without spec.schedulingGroup), "+
+		"or the default scheduler with its GangScheduling feature for scheduling.k8s.io groups",
+		ReasonUpstreamPodGroup, group, gang.GroupNameAnnotation)
+	klog.FromContext(ctx).V(2).Info("Refusing a pod of an upstream pod group", "pod", klog.KObj(pod), "podGroup", group)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 }
 
 // notePartlyBound reports a gang with some but fewer than minMember pods bound and nothing in
@@ -117,8 +141,8 @@ func (p *Plugin) notePartlyBound(ctx context.Context, spec *gang.Spec, pod *core
 	p.events.gang(spec, pod, corev1.EventTypeWarning, ReasonGangPartlyBound, msg)
 }
 
-// PreFilterExtensions implements framework.PreFilterPlugin.
-func (p *Plugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+// PreFilterExtensions implements fwk.PreFilterPlugin.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // planFor returns the gang's cached plan when still valid, otherwise chooses the domain.
 func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod, nodes []fwk.NodeInfo) (*plan, *fwk.Status) {
@@ -295,17 +319,21 @@ func nodeConstraints(pod *corev1.Pod) string {
 
 // eligibleFor mirrors the scheduler's cheap node-level filters (cordon, NoSchedule/NoExecute taints,
 // required node affinity and nodeSelector) so domains are sized by nodes the pods may really use.
+// Tolerations are matched like the TaintToleration plugin does, including its numeric comparison
+// operators when the scheduler's TaintTolerationComparisonOperators feature gate is on (1.35+).
 func eligibleFor(pod *corev1.Pod) func(*corev1.Node) bool {
+	cmpOps := utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators)
+	logger := klog.Background()
 	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
 	noSchedule := func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}
 	cordon := &corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
 	return func(n *corev1.Node) bool {
-		if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(pod.Spec.Tolerations, cordon) {
+		if n.Spec.Unschedulable && !corev1helpers.TolerationsTolerateTaint(logger, pod.Spec.Tolerations, cordon, cmpOps) {
 			return false
 		}
-		if _, bad := corev1helpers.FindMatchingUntoleratedTaint(n.Spec.Taints, pod.Spec.Tolerations, noSchedule); bad {
+		if _, bad := corev1helpers.FindMatchingUntoleratedTaint(logger, n.Spec.Taints, pod.Spec.Tolerations, noSchedule, cmpOps); bad {
 			return false
 		}
 		ok, _ := aff.Match(n)
@@ -330,7 +358,7 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 // implemented, and evicting pods for one member of a gang that may not complete is wasteful. Instead
 // it frees reservations so that gangs cannot block each other: an older gang takes the reservations
 // of younger incomplete gangs when that makes it fit; otherwise the failing gang releases its own.
-func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	st := readState(cs)
 	if st == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable) // not a gang pod: let DefaultPreemption act
@@ -377,7 +405,7 @@ func (a gangOrder) before(b gangOrder) bool {
 func (p *Plugin) releaseYounger(ctx context.Context, pod *corev1.Pod, spec *gang.Spec) (string, bool) {
 	me := gangOrder{key: spec.Key, priority: corev1helpers.PodPriority(pod), created: spec.CreationTime.UnixNano()}
 	freed := map[string]domain.Freed{}
-	younger := map[gang.Key][]framework.WaitingPod{}
+	younger := map[gang.Key][]fwk.WaitingPod{}
 	for k, wps := range p.waitingByGang() {
 		if k == spec.Key || len(wps) == 0 {
 			continue

@@ -70,7 +70,7 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	placed := p.permitPlaced(key, pod, members)
 	if int32(len(placed)) >= st.spec.MinMember {
 		var allowed []types.UID
-		p.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+		p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 			wpod := wp.GetPod()
 			if k, ok := gang.KeyOf(wpod); ok && k == key {
 				if _, counted := placed[wpod.UID]; counted {

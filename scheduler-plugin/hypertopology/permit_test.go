@@ -20,7 +20,7 @@ import (
 
 // fakeHandle serves the framework's waiting-pod list; every other Handle method panics (nil embed).
 type fakeHandle struct {
-	framework.Handle
+	fwk.Handle
 	mu        sync.Mutex
 	waiting   map[types.UID]*fakeWaiting
 	activated map[string]bool // namespace/name
@@ -34,9 +34,17 @@ type fakeWaiting struct {
 func (w *fakeWaiting) GetPod() *corev1.Pod         { return w.pod }
 func (w *fakeWaiting) GetPendingPlugins() []string { return []string{Name} }
 
-// Allow and Reject: the first decision wins, as with the framework's one-slot status channel.
-func (w *fakeWaiting) Allow(string)          { w.allowed = w.allowed || !w.rejected }
-func (w *fakeWaiting) Reject(string, string) { w.rejected = w.rejected || !w.allowed }
+// Allow, Reject and Preempt: the first decision wins, as with the framework's one-slot status
+// channel; Reject and Preempt report whether they decided (false once the pod was decided).
+func (w *fakeWaiting) Allow(string) { w.allowed = w.allowed || !w.rejected }
+func (w *fakeWaiting) Reject(string, string) bool {
+	if w.allowed || w.rejected {
+		return false
+	}
+	w.rejected = true
+	return true
+}
+func (w *fakeWaiting) Preempt(plugin, msg string) bool { return w.Reject(plugin, msg) }
 func (h *fakeHandle) add(p *corev1.Pod) *fakeWaiting {
 	w := &fakeWaiting{pod: p}
 	h.waiting[p.UID] = w
@@ -55,7 +63,7 @@ func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
 	}
 }
 
-func (h *fakeHandle) IterateOverWaitingPods(fn func(framework.WaitingPod)) {
+func (h *fakeHandle) IterateOverWaitingPods(fn func(fwk.WaitingPod)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, w := range h.waiting {
@@ -63,7 +71,7 @@ func (h *fakeHandle) IterateOverWaitingPods(fn func(framework.WaitingPod)) {
 	}
 }
 
-func (h *fakeHandle) GetWaitingPod(uid types.UID) framework.WaitingPod {
+func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w, ok := h.waiting[uid]; ok {

@@ -36,7 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	fwk "k8s.io/kube-scheduler/framework"
 	vcclientset "volcano.sh/apis/pkg/client/clientset/versioned"
 	vcinformers "volcano.sh/apis/pkg/client/informers/externalversions"
 	schedlisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
@@ -73,7 +73,7 @@ const gangIndex = "hyperbatch.dev/gang"
 // So a gang lock may be followed by 3; the tree lock by 3; nothing is taken under 3. Pod informer
 // reads (p.members, the PodGroup lister) take the informers' own locks and are safe anywhere.
 type Plugin struct {
-	handle        framework.Handle
+	handle        fwk.Handle
 	args          *args.HyperTopologyArgs
 	permitTimeout time.Duration
 	// waitForEnqueue: a PodGroup without a phase holds its gang (args.WaitForEnqueue).
@@ -101,16 +101,16 @@ type Plugin struct {
 const releasedTTL = time.Minute
 
 var (
-	_ framework.QueueSortPlugin   = &Plugin{}
-	_ framework.PreEnqueuePlugin  = &Plugin{}
-	_ framework.PreFilterPlugin   = &Plugin{}
-	_ framework.FilterPlugin      = &Plugin{}
-	_ framework.PostFilterPlugin  = &Plugin{}
-	_ framework.PreScorePlugin    = &Plugin{}
-	_ framework.ScorePlugin       = &Plugin{}
-	_ framework.ReservePlugin     = &Plugin{}
-	_ framework.PermitPlugin      = &Plugin{}
-	_ framework.EnqueueExtensions = &Plugin{}
+	_ fwk.QueueSortPlugin   = &Plugin{}
+	_ fwk.PreEnqueuePlugin  = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
 )
 
 // plan is a gang's chosen domain.
@@ -131,7 +131,7 @@ type plan struct {
 }
 
 // New is the plugin factory registered with kube-scheduler.
-func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	a, err := args.FromObject(obj)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func New(ctx context.Context, obj runtime.Object, h framework.Handle) (framework
 	return newWithInformers(ctx, a, h, vcinformers.NewSharedInformerFactory(vc, 0))
 }
 
-func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framework.Handle, vf vcinformers.SharedInformerFactory) (*Plugin, error) {
+func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h fwk.Handle, vf vcinformers.SharedInformerFactory) (*Plugin, error) {
 	logger := klog.FromContext(ctx)
 	registerMetrics()
 	p := &Plugin{
@@ -209,7 +209,7 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h framewor
 	return p, nil
 }
 
-// Name implements framework.Plugin.
+// Name implements fwk.Plugin.
 func (p *Plugin) Name() string { return Name }
 
 // Tree exposes the HyperNode tree (for tests and diagnostics).
@@ -334,9 +334,9 @@ func (p *Plugin) setPlan(key gang.Key, pl *plan) {
 }
 
 // waitingByGang groups the pods waiting at Permit by gang.
-func (p *Plugin) waitingByGang() map[gang.Key][]framework.WaitingPod {
-	out := map[gang.Key][]framework.WaitingPod{}
-	p.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+func (p *Plugin) waitingByGang() map[gang.Key][]fwk.WaitingPod {
+	out := map[gang.Key][]fwk.WaitingPod{}
+	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		if k, ok := gang.KeyOf(wp.GetPod()); ok {
 			out[k] = append(out[k], wp)
 		}
@@ -384,7 +384,7 @@ func (p *Plugin) rejectWaiting(key gang.Key, skip types.UID, msg string) int {
 func (p *Plugin) rejectWaitingLocked(key gang.Key, skip types.UID, msg string) int {
 	var rejected []types.UID
 	assumed := p.tracker.Assumed(key)
-	p.handle.IterateOverWaitingPods(func(wp framework.WaitingPod) {
+	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
 		if k, ok := gang.KeyOf(pod); ok && k == key && pod.UID != skip && !assumed[pod.UID].Allowed {
 			wp.Reject(Name, msg)

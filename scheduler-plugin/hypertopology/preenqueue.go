@@ -6,13 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
 
-var _ framework.PreEnqueuePlugin = &Plugin{}
+var _ fwk.PreEnqueuePlugin = &Plugin{}
 
 // held reports whether a PodGroup in phase keeps its gang out of scheduling: Pending always; no
 // phase yet while waitForEnqueue is on (a lifecycle controller will decide it).
@@ -25,7 +24,7 @@ func (p *Plugin) held(phase schedulingv1beta1.PodGroupPhase) bool {
 // one. Counting uses the pod informer's gang index (O(gang)).
 //
 // Gated pods sit in the scheduler's unschedulable pods with this plugin as their gating plugin;
-// kube-scheduler re-runs PreEnqueue when a pod is activated (framework.Handle.Activate) or when one
+// kube-scheduler re-runs PreEnqueue when a pod is activated (fwk.Handle.Activate) or when one
 // of the plugin's registered events with a Queue hint concerns it. Unscheduled-pod additions are not
 // such an event in kube-scheduler 1.34, so the wake-up is the plugin's own: onPod activates the
 // gang's pending pods when the member completing the quorum is added, and onPodGroup does when the

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -107,11 +106,11 @@ func (p *Plugin) Score(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, 
 	return s.scores[ni.Node().Name], nil
 }
 
-// ScoreExtensions implements framework.ScorePlugin.
-func (p *Plugin) ScoreExtensions() framework.ScoreExtensions { return p }
+// ScoreExtensions implements fwk.ScorePlugin.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
 
 // NormalizeScore scales scores to 0..MaxNodeScore.
-func (p *Plugin) NormalizeScore(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, scores framework.NodeScoreList) *fwk.Status {
+func (p *Plugin) NormalizeScore(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	var hi int64
 	for _, s := range scores {
 		hi = max(hi, s.Score)
@@ -120,7 +119,7 @@ func (p *Plugin) NormalizeScore(ctx context.Context, cs fwk.CycleState, pod *cor
 		return nil
 	}
 	for i := range scores {
-		scores[i].Score = scores[i].Score * framework.MaxNodeScore / hi
+		scores[i].Score = scores[i].Score * fwk.MaxScore / hi
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 // render runs helm template and decodes every document.
 func render(t *testing.T, set ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "hb", chartDir(), "--namespace", namespace, "--kube-version", "1.34.1"}
+	args := []string{"template", "hb", chartDir(), "--namespace", namespace, "--kube-version", "1.37.2"}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -96,13 +96,13 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string, in
 }
 
 func TestLint(t *testing.T) {
-	if out, err := helm(t, "lint", chartDir(), "--kube-version", "1.34.1"); err != nil {
+	if out, err := helm(t, "lint", chartDir(), "--kube-version", "1.37.2"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
 
 func TestInvalidCertModeIsRefused(t *testing.T) {
-	_, err := helm(t, "template", "hb", chartDir(), "--kube-version", "1.34.1", "--set", "certs.mode=vault")
+	_, err := helm(t, "template", "hb", chartDir(), "--kube-version", "1.37.2", "--set", "certs.mode=vault")
 	if err == nil || !strings.Contains(err.Error(), "certs.mode must be self or cert-manager") {
 		t.Fatalf("want a clear refusal of certs.mode=vault, got %v", err)
 	}

@@ -51,7 +51,17 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		b, _ := os.ReadFile(p.LogPath)
 		return string(b)
 	}
-	const acquired = "successfully acquired lease " + namespace + "/hyperbatch-scheduler"
+	// client-go's leader election logs `"Successfully acquired lease" lock="<namespace>/<name>"` (a
+	// structured line since 1.36; before, "successfully acquired lease <namespace>/<name>").
+	lock := namespace + "/hyperbatch-scheduler"
+	acquired := func(log string) bool {
+		for _, line := range strings.Split(log, "\n") {
+			if strings.Contains(strings.ToLower(line), "successfully acquired lease") && strings.Contains(line, lock) {
+				return true
+			}
+		}
+		return false
+	}
 	leader := func() (*framework.Process, string) {
 		var l coordinationv1.Lease
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "hyperbatch-scheduler"}, &l); err != nil || l.Spec.HolderIdentity == nil {
@@ -59,7 +69,7 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		}
 		var found *framework.Process
 		for _, p := range procs {
-			if !p.Exited() && strings.Contains(log(p), acquired) {
+			if !p.Exited() && acquired(log(p)) {
 				if found != nil {
 					return nil, "" // two leaders: keep waiting, and fail below if it lasts
 				}

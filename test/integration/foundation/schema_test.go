@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +45,18 @@ var schemaKinds = []client.Object{
 	&policyv1alpha1.PropagationPolicy{},
 }
 
+// olderCRDGaps are fields of our compiled k8s.io/api (v0.36) that an upstream CRD generated from an older
+// k8s.io/api lacks, so the apiserver prunes them: JobSet v0.10.1's CRD is generated from v0.34 and has
+// neither the pod fields of 1.35 (podCertificate.userAnnotations) nor of 1.36 (spec.schedulingGroup,
+// the upstream Workload API). hyperbatch reads neither from a JobSet; listing them exactly keeps any
+// other gap failing.
+var olderCRDGaps = map[string][]string{
+	"JobSet": {
+		"spec.replicatedJobs[].template.spec.template.spec.schedulingGroup",
+		"spec.replicatedJobs[].template.spec.template.spec.volumes[].projected.sources[].podCertificate.userAnnotations",
+	},
+}
+
 // The schema the apiserver serves for each kind carries every JSON field of the Go type, at every
 // depth. A field missing from the schema is pruned on write (Go clients, kubectl --validate=false) or
 // refused (kubectl's strict field validation), so code reading it would silently see its zero value:
@@ -71,6 +84,7 @@ func TestInstalledSchemasCoverGoTypes(t *testing.T) {
 				}
 				missing = append(missing, uncovered(f.typ, &sub, top, map[reflect.Type]bool{})...)
 			}
+			missing = slices.DeleteFunc(missing, func(f string) bool { return slices.Contains(olderCRDGaps[gvk.Kind], f) })
 			sort.Strings(missing)
 			assert.Empty(t, missing, "%s: fields of %s missing from the installed CRD's schema (regenerate it from the Go types: hack/crds.sh)", gvk, typ)
 		})

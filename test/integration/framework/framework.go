@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -152,6 +153,22 @@ func Start(opts Options) (*Env, error) {
 		}
 	}
 	return e, nil
+}
+
+// KubeAPIServerMinor is the minor version of AssetsDir()'s kube-apiserver, from its --version (which
+// hack/tools.sh stamps), so a suite can choose version-dependent flags before starting it.
+func KubeAPIServerMinor() (int, error) {
+	bin := filepath.Join(AssetsDir(), "kube-apiserver")
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	// "Kubernetes v1.37.2"
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes")), "v%d.%d", &major, &minor); err != nil || major != 1 || minor == 0 {
+		return 0, fmt.Errorf("%s --version printed %q, not a stamped v1.N version: rebuild it with hack/tools.sh", bin, strings.TrimSpace(string(out)))
+	}
+	return minor, nil
 }
 
 func (e *Env) checkKinds(kinds []schema.GroupVersionKind) error {

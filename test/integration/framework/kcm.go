@@ -35,6 +35,12 @@ type KubeControllerManager struct {
 // --controllers values; the garbage collector is always included) and returns once the garbage
 // collector has deleted a probe dependent.
 func StartKubeControllerManager(env *Env, controllers ...string) (*KubeControllerManager, error) {
+	return StartKubeControllerManagerWithFlags(env, nil, controllers...)
+}
+
+// StartKubeControllerManagerWithFlags is StartKubeControllerManager with extra flags (for example
+// "--feature-gates=...").
+func StartKubeControllerManagerWithFlags(env *Env, flags []string, controllers ...string) (*KubeControllerManager, error) {
 	dir, err := os.MkdirTemp("", "hyperbatch-kcm-")
 	if err != nil {
 		return nil, fmt.Errorf("kube-controller-manager work directory: %w", err)
@@ -54,6 +60,7 @@ func StartKubeControllerManager(env *Env, controllers ...string) (*KubeControlle
 		"--kube-api-qps=500", "--kube-api-burst=1000",
 		"--v=1",
 	)
+	k.cmd.Args = append(k.cmd.Args, flags...)
 	k.cmd.Stdout, k.cmd.Stderr = &k.log, &k.log
 	if err := k.cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kschedframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -319,7 +319,7 @@ func deletePods(t *testing.T, ns, group string) {
 // waitingPods returns pod name → node of the group's pods waiting at Permit.
 func waitingPods(ns, group string) map[string]string {
 	out := map[string]string{}
-	profile.IterateOverWaitingPods(func(wp kschedframework.WaitingPod) {
+	profile.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		p := wp.GetPod()
 		if p.Namespace == ns && p.Annotations["scheduling.k8s.io/group-name"] == group {
 			out[p.Name] = p.Spec.NodeName

@@ -27,13 +27,25 @@ var (
 	sched   *kubescheduler.Scheduler
 	profile schedframework.Framework
 	logPath string
+	// apiserverMinor is the control plane's Kubernetes minor (1.36 or 1.37 in make test).
+	apiserverMinor int
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	// Scheduler logs and the test client's API warnings go to a file (its tail is printed when a test
 	// fails); HB_TEST_LOG=stderr keeps them on stderr.
-	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-sched-it", LogFile: "scheduler.log"},
+	var err error
+	if apiserverMinor, err = framework.KubeAPIServerMinor(); err != nil {
+		fmt.Fprintf(os.Stderr, "scheduler integration: %v\n", err)
+		os.Exit(1)
+	}
+	opts, err := upstreamWorkloadOptions(apiserverMinor)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scheduler integration: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-sched-it", LogFile: "scheduler.log", Options: opts},
 		func(s *framework.Suite) (int, error) { return run(m, s) }))
 }
 

@@ -26,7 +26,7 @@ func (s Stage) Names() []string {
 }
 
 // controllerManagerControllers are the controllers kube-controller-manager runs in a local cluster
-// (names as `kube-controller-manager --help` lists them in 1.34): enough for Jobs, namespace
+// (names as `kube-controller-manager --help` lists them in 1.36 and 1.37): enough for Jobs, namespace
 // deletion, ownerReference cleanup and service accounts.
 var controllerManagerControllers = []string{
 	"garbage-collector-controller",
