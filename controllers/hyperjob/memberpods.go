@@ -123,5 +123,6 @@ func (r *Reconciler) memberCounts(ctx context.Context, hj *trainingv1alpha1.Hype
 	return out
 }
 
-// ReasonFinalCountsUnavailable: a finished child's pods could not be counted in its member.
+// ReasonFinalCountsUnavailable is the Event of a finished child whose pods could not be counted in
+// its member.
 const ReasonFinalCountsUnavailable = "FinalCountsUnavailable"

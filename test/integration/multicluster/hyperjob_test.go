@@ -62,12 +62,12 @@ func TestHyperJobAcrossMembers(t *testing.T) {
 
 	// The timeline: every change of the plane's PropagationPolicies and ResourceBindings and of the
 	// members' Volcano Jobs in the namespace, recorded from before the HyperJob exists.
-	tl := &timeline{}
-	tl.watch(ctx, t, "plane", plane.Config, ns, &policyv1alpha1.PropagationPolicyList{})
-	tl.watch(ctx, t, "plane", plane.Config, ns, &workv1alpha2.ResourceBindingList{})
-	tl.watch(ctx, t, "plane", plane.Config, ns, &batchv1alpha1.JobList{})
+	tl := &timeline{ns: ns}
+	tl.watch(ctx, t, "plane", plane.Config, &policyv1alpha1.PropagationPolicyList{})
+	tl.watch(ctx, t, "plane", plane.Config, &workv1alpha2.ResourceBindingList{})
+	tl.watch(ctx, t, "plane", plane.Config, &batchv1alpha1.JobList{})
 	for _, m := range sortedNames() {
-		tl.watch(ctx, t, m, members[m].Config, ns, &batchv1alpha1.JobList{})
+		tl.watch(ctx, t, m, members[m].Config, &batchv1alpha1.JobList{})
 	}
 
 	// rj a: 2 children of 2 pods × 4 GPUs for member1 (3 nodes of 8); rj b: 1 child of 2 pods × 2
@@ -374,6 +374,7 @@ func keysOf[V any](m map[string]V) []string {
 
 // timeline records watch events of several apiservers in the order this process receives them.
 type timeline struct {
+	ns     string
 	mu     sync.Mutex
 	events []record
 }
@@ -395,12 +396,13 @@ func (r record) String() string {
 	return fmt.Sprintf("%s %s %s %s/%s rv=%d suspended=%v clusters=%v phase=%s succeeded=%d", r.at.Format("15:04:05.000"), r.src, r.typ, r.kind, r.name, r.rv, r.suspended, r.clusters, r.phase, r.succeeded)
 }
 
-// watch records every event of list's kind in ns on the apiserver of cfg until ctx ends.
-func (tl *timeline) watch(ctx context.Context, t *testing.T, src string, cfg *rest.Config, ns string, list client.ObjectList) {
+// watch records every event of list's kind in the namespace tl.ns on the apiserver of cfg until ctx
+// ends.
+func (tl *timeline) watch(ctx context.Context, t *testing.T, src string, cfg *rest.Config, list client.ObjectList) {
 	t.Helper()
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	require.NoError(t, err)
-	w, err := c.Watch(ctx, list, client.InNamespace(ns))
+	w, err := c.Watch(ctx, list, client.InNamespace(tl.ns))
 	require.NoError(t, err, "watching %T on %s", list, src)
 	t.Cleanup(w.Stop)
 	go func() {
