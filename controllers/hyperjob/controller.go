@@ -79,6 +79,9 @@ type Reconciler struct {
 	// gateDispatch: Karmada's ResourceBindings are served (the control plane), so children are
 	// dispatched all or nothing (dispatch.go).
 	gateDispatch bool
+	// memberPods counts a finished child's pods in its member cluster (memberpods.go); set with
+	// gateDispatch.
+	memberPods memberPodCounter
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -119,6 +122,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	rbKind := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
 	if _, err := mgr.GetRESTMapper().RESTMapping(rbKind.GroupKind(), rbKind.Version); err == nil {
 		r.gateDispatch = true
+		if r.memberPods == nil {
+			r.memberPods = clusterProxyPodCounter(mgr.GetConfig())
+		}
 		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
 	} else if !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
@@ -285,7 +291,7 @@ func (r *Reconciler) freezeFinishedCounts(ctx context.Context, hj *trainingv1alp
 	if err != nil {
 		log.FromContext(ctx).Error(err, "final pod counts of finished children are frozen again from what they report")
 	}
-	next, changed := freezeFinished(hj, fp, res.plan, res.jobs)
+	next, changed := freezeFinished(hj, fp, res.plan, res.jobs, r.memberCounts(ctx, hj, fp, res.plan, res.jobs))
 	if !changed {
 		return true, nil
 	}

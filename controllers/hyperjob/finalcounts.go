@@ -76,8 +76,9 @@ func (fp finishedPods) get(hj, rj, name string) (podCounts, bool) {
 // freezeFinished returns the annotation's content after this pass: every child of the plan that
 // exists, has finished and has no frozen counts yet gets its reported succeeded and failed counts;
 // entries of children no longer in the plan are dropped (a plan of nil, or a refused plan, drops
-// nothing). changed reports whether it differs from fp. It is pure; fp is not modified.
-func freezeFinished(hj *trainingv1alpha1.HyperJob, fp finishedPods, plan *Plan, jobs map[string]*batchv1alpha1.Job) (out finishedPods, changed bool) {
+// nothing). counted overrides what a child reports with the counts of its pods read in its member
+// (memberpods.go). changed reports whether it differs from fp. It is pure; fp is not modified.
+func freezeFinished(hj *trainingv1alpha1.HyperJob, fp finishedPods, plan *Plan, jobs map[string]*batchv1alpha1.Job, counted map[string]podCounts) (out finishedPods, changed bool) {
 	out = make(finishedPods, len(fp))
 	for rj, m := range fp {
 		out[rj] = maps.Clone(m)
@@ -104,7 +105,11 @@ func freezeFinished(hj *trainingv1alpha1.HyperJob, fp finishedPods, plan *Plan, 
 			if out[rj] == nil {
 				out[rj] = map[string]podCounts{}
 			}
-			out[rj][idx] = podCounts{j.Status.Succeeded, j.Status.Failed}
+			c, ok := counted[n]
+			if !ok {
+				c = podCounts{j.Status.Succeeded, j.Status.Failed}
+			}
+			out[rj][idx] = c
 			changed = true
 		}
 	}

@@ -28,10 +28,10 @@ func TestFinalCountsSurviveVolcanoLoweringThem(t *testing.T) {
 		vcjob("hj-b-0", batchv1alpha1.Failed, 0, 1))
 	seenFinished["hj-b-0"].Status.Failed = 3
 
-	fp, changed := freezeFinished(hj, finishedPods{}, p, seenFinished)
+	fp, changed := freezeFinished(hj, finishedPods{}, p, seenFinished, nil)
 	require.True(t, changed)
 	assert.Equal(t, finishedPods{"a": {"0": {4, 0}}, "b": {"0": {1, 3}}}, fp)
-	again, changed := freezeFinished(hj, fp, p, seenFinished)
+	again, changed := freezeFinished(hj, fp, p, seenFinished, nil)
 	assert.False(t, changed, "a second pass over the same children changes nothing")
 	assert.Equal(t, fp, again)
 	withFrozen(t, hj, fp)
@@ -56,13 +56,13 @@ func TestFinalCountsFollowThePlan(t *testing.T) {
 	hj := twoByTwo()
 	fp := finishedPods{"a": {"0": {2, 0}, "1": {2, 0}}, "gone": {"0": {1, 1}}}
 	hj.Spec.ReplicatedJobs[0].Replicas = 1
-	out, changed := freezeFinished(hj, fp, plan(t, hj), nil)
+	out, changed := freezeFinished(hj, fp, plan(t, hj), nil, nil)
 	assert.True(t, changed)
 	assert.Equal(t, finishedPods{"a": {"0": {2, 0}}}, out)
 	assert.Len(t, fp["a"], 2, "the input is not modified")
 
 	refused := &Plan{Refusal: &Refusal{Condition: ConditionSpecInvalid}}
-	out, changed = freezeFinished(hj, fp, refused, nil)
+	out, changed = freezeFinished(hj, fp, refused, nil, nil)
 	assert.False(t, changed)
 	assert.Equal(t, fp, out)
 

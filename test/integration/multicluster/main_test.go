@@ -55,7 +55,11 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	begin := time.Now()
-	if plane, err = karmadaplane.Start(ctx, karmadaplane.Options{Dir: filepath.Join(dir, "karmada")}); err != nil {
+	// The plane serves the resource templates' CRDs (Volcano's) and the HyperJob controller's own kinds:
+	// HyperJob (the Volcano training CRD hack/crds.sh generates) and WorkloadPolicy (config/crd).
+	root := framework.RepoRoot()
+	crdDirs := []string{filepath.Join(root, "_output", "crds", "volcano"), filepath.Join(root, "_output", "crds", "training"), filepath.Join(root, "config", "crd")}
+	if plane, err = karmadaplane.Start(ctx, karmadaplane.Options{Dir: filepath.Join(dir, "karmada"), TemplateCRDDirs: crdDirs}); err != nil {
 		fmt.Fprintf(os.Stderr, "Karmada plane did not start: %v\n", err)
 		return 1
 	}
