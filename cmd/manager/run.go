@@ -59,8 +59,8 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 			return err
 		}
 		c, err := hypernode.New(m.GetConfig(), hypernode.Options{
-			Config: file, Registry: providers.Builtin(), Log: ctrl.Log.WithName("hypernode-discovery"),
-			Events: m.GetEventRecorderFor("hypernode-discovery"),
+			Config: file, Registry: providers.Builtin(), Log: ctrl.Log.WithName(hypernode.EventSource),
+			Events: m.GetEventRecorderFor(hypernode.EventSource),
 		})
 		if err != nil {
 			return err

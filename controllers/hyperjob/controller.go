@@ -31,12 +31,15 @@ import (
 )
 
 const (
-	// ControllerName names the controller (metrics, logs) and the Event source.
+	// ControllerName names the controller (metrics, logs).
 	ControllerName = "hyperjob"
 	// FieldOwner is the field manager of every write this controller makes.
 	FieldOwner = "hyperbatch-hyperjob"
 
-	eventSource = "hyperbatch-hyperjob"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-hyperjob"
+	// ReasonFailedUpdateStatus: the HyperJob's status could not be written.
+	ReasonFailedUpdateStatus = "FailedUpdateStatus"
 	// eventSourceChildren is the source of the per-pass summaries of child actions (events.go).
 	eventSourceChildren = "hyperbatch-hyperjob-children"
 
@@ -94,7 +97,7 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	return &Reconciler{
 		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
 		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorderFor(eventSource),
+		recorder:  mgr.GetEventRecorderFor(EventSource),
 		exp:       newExpectations(),
 	}
 }
@@ -268,7 +271,7 @@ func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha
 			return nil
 		}
 		reconcileErrors.WithLabelValues(opStatus).Inc()
-		r.recorder.Eventf(hj, corev1.EventTypeWarning, "FailedUpdateStatus", "updating status: %v", err)
+		r.recorder.Eventf(hj, corev1.EventTypeWarning, ReasonFailedUpdateStatus, "updating status: %v", err)
 		return fmt.Errorf("updating status of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
 	}
 	if newly != nil {

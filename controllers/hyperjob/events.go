@@ -26,7 +26,7 @@ import (
 //   - a pass's child actions are summed up in one Event ("created 21 Volcano Jobs …"), and its
 //     failures in one Warning per reason; each action is logged at V(2);
 //   - these summaries come from their own source, eventSourceChildren, whose budget is separate
-//     from the one of the HyperJob's own Events (source eventSource): however busy the children
+//     from the one of the HyperJob's own Events (source EventSource): however busy the children
 //     are, RecreatingJob, ChildJobsCompleted, ChildJobsFailed and refusals are never dropped;
 //   - the summaries are never folded together. client-go's EventAggregator merges Events with the
 //     same source, involved object, type and reason (EventAggregatorByReasonFunc) once 10 with

@@ -14,6 +14,9 @@ import (
 // without it (hand-made) or with another value are never touched. The key is Volcano's.
 const SourceLabel = "volcano.sh/network-topology-source"
 
+// EventSource is the source component of discovery's Events (and the name of its logger).
+const EventSource = "hypernode-discovery"
+
 // Provider discovers one source's part of the HyperNode tree.
 type Provider interface {
 	// Name is the source name: the value of SourceLabel on every HyperNode it writes.

@@ -25,8 +25,11 @@ const (
 	// ControllerName prefixes the three controllers' names (lifecycle-hyperjob, -jobset, -vcjob).
 	ControllerName = "lifecycle"
 	// FieldOwner is the field manager of every write this package makes.
-	FieldOwner  = "hyperbatch-lifecycle"
-	eventSource = "hyperbatch-lifecycle"
+	FieldOwner = "hyperbatch-lifecycle"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-lifecycle"
+	// ReasonFailedAbort: the AbortJob Command of an overdue Volcano Job could not be created.
+	ReasonFailedAbort = "FailedAbort"
 
 	// childIndex indexes Volcano Jobs by the UID of their controlling HyperJob.
 	childIndex = "hyperbatch.dev/lifecycle-hyperjob-uid"
@@ -94,7 +97,7 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
 		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
-		recorder:  mgr.GetEventRecorderFor(eventSource),
+		recorder:  mgr.GetEventRecorderFor(EventSource),
 		now:       time.Now,
 		nativeTTL: newSeenUIDs(),
 	}

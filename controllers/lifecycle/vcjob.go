@@ -146,7 +146,7 @@ func (r *Reconciler) abortVCJob(ctx context.Context, j *batchv1alpha1.Job, kind,
 		return abortNothing, nil
 	}
 	if err := r.client.Create(ctx, abortCommand(j, name)); err != nil && !apierrors.IsAlreadyExists(err) {
-		r.recorder.Eventf(j, corev1.EventTypeWarning, "FailedAbort", "creating the AbortJob command %s: %v", name, err)
+		r.recorder.Eventf(j, corev1.EventTypeWarning, ReasonFailedAbort, "creating the AbortJob command %s: %v", name, err)
 		return abortNothing, fmt.Errorf("creating AbortJob command %s/%s: %w", j.Namespace, name, err)
 	}
 	patch := client.RawPatch("application/merge-patch+json",

@@ -31,6 +31,17 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/enqueue"
 )
 
+const (
+	// ControllerName names the controller (its logs and metrics).
+	ControllerName = "namespacelabel"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-namespacelabel"
+	// ReasonPodWebhookEnabled: a WorkloadPolicy now governs the namespace; its Pods get defaults.
+	ReasonPodWebhookEnabled = "PodWebhookEnabled"
+	// ReasonPodWebhookDisabled: no WorkloadPolicy governs the namespace any more.
+	ReasonPodWebhookDisabled = "PodWebhookDisabled"
+)
+
 // RBAC of this controller (config/rbac is generated from these markers).
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
@@ -48,7 +59,7 @@ type Reconciler struct {
 // NewReconciler builds a Reconciler. excluded are the namespaces no webhook admits objects in:
 // hyperbatch's own and any others (--excluded-namespaces); kube-system always is.
 func NewReconciler(mgr ctrl.Manager, excluded ...string) *Reconciler {
-	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("hyperbatch-namespacelabel"),
+	r := &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor(EventSource),
 		excluded: map[string]bool{metav1.NamespaceSystem: true}}
 	for _, n := range excluded {
 		if n != "" {
@@ -61,7 +72,7 @@ func NewReconciler(mgr ctrl.Manager, excluded ...string) *Reconciler {
 // SetupWithManager watches namespaces, and policies because a policy change can govern any namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("namespacelabel").
+		Named(ControllerName).
 		For(&corev1.Namespace{}).
 		Watches(&hbv1.WorkloadPolicy{}, enqueue.All(r.client, func() client.ObjectList { return &corev1.NamespaceList{} })).
 		Complete(r)
@@ -120,10 +131,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	switch want {
 	case hbv1.PodWebhookLabelEnabled:
-		r.recorder.Eventf(&ns, corev1.EventTypeNormal, "PodWebhookEnabled", "WorkloadPolicy %s governs this namespace: its Pods now get hyperbatch defaults", governing.Name)
+		r.recorder.Eventf(&ns, corev1.EventTypeNormal, ReasonPodWebhookEnabled, "WorkloadPolicy %s governs this namespace: its Pods now get hyperbatch defaults", governing.Name)
 	case hbv1.PodWebhookLabelDisabled:
 		if have == hbv1.PodWebhookLabelEnabled {
-			r.recorder.Event(&ns, corev1.EventTypeNormal, "PodWebhookDisabled", "no WorkloadPolicy governs this namespace any more")
+			r.recorder.Event(&ns, corev1.EventTypeNormal, ReasonPodWebhookDisabled, "no WorkloadPolicy governs this namespace any more")
 		}
 	}
 	lg := log.FromContext(ctx)

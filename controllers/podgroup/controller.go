@@ -29,6 +29,15 @@ import (
 // FieldOwner is the server-side apply field manager of every PodGroup this controller writes.
 const FieldOwner = "hyperbatch-podgroup"
 
+const (
+	// ControllerName names the JobSet gang controller (its logs and metrics).
+	ControllerName = "podgroup"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-podgroup"
+	// ReasonPodGroupReleased: the JobSet's PodGroup was deleted (the JobSet finished or is no gang).
+	ReasonPodGroupReleased = "PodGroupReleased"
+)
+
 // Event reasons on the JobSet. Each PodGroup phase has its own reason ("PodGroup" + phase), so the
 // recorder's per-object spam filter, which keys on reason and message, never hides a phase change
 // behind an earlier one; phase Events are sent only when the phase changes (a handful per JobSet).
@@ -78,7 +87,7 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	return &Reconciler{
 		client:   mgr.GetClient(),
 		reader:   mgr.GetAPIReader(),
-		recorder: mgr.GetEventRecorderFor(FieldOwner),
+		recorder: mgr.GetEventRecorderFor(EventSource),
 		phases:   map[types.UID]schedulingv1beta1.PodGroupPhase{},
 		warned:   map[types.UID]types.UID{},
 		kept:     map[types.UID]string{},
@@ -97,7 +106,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("podgroup").
+		Named(ControllerName).
 		For(&jobsetv1alpha2.JobSet{}).
 		Watches(&schedulingv1beta1.PodGroup{}, byName).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -255,7 +264,7 @@ func (r *Reconciler) release(ctx context.Context, js *jobsetv1alpha2.JobSet, hav
 		return fmt.Errorf("deleting PodGroup %s/%s (%s): %w", have.Namespace, have.Name, why, err)
 	}
 	writes.WithLabelValues("delete", "ok").Inc()
-	r.recorder.Eventf(js, corev1.EventTypeNormal, "PodGroupReleased", "deleted PodGroup %s: JobSet %s", have.Name, why)
+	r.recorder.Eventf(js, corev1.EventTypeNormal, ReasonPodGroupReleased, "deleted PodGroup %s: JobSet %s", have.Name, why)
 	log.FromContext(ctx).Info("released PodGroup", "jobset", client.ObjectKeyFromObject(js), "reason", why)
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package podgroup gives a JobSet that is a gang one Volcano PodGroup of the same name: minMember from
+// Package podgroup is the JobSet gang controller: it gives a JobSet that is a gang one Volcano PodGroup of the same name: minMember from
 // the replicatedJobs (or Volcano's group-min-member annotation), minResources as the apiserver would
 // admit the pods (LimitRange defaults, the KEP-753 effective-request rule, RuntimeClass overhead),
 // and queue, priorityClassName and networkTopology from the JobSet or the WorkloadPolicy defaults

@@ -40,6 +40,13 @@ const (
 // DefaultSchedulerName is the scheduler whose PodGroups the controller serves by default.
 const DefaultSchedulerName = "hyperbatch-scheduler"
 
+const (
+	// ControllerName names the controller (its logs and metrics).
+	ControllerName = "podgroupstatus"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-podgroupstatus"
+)
+
 // Options configure the controller; zero values take the defaults.
 type Options struct {
 	// SchedulerName: PodGroups of this scheduler are served (default hyperbatch-scheduler).
@@ -96,7 +103,7 @@ func NewReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 	return &Reconciler{
 		client:     mgr.GetClient(),
 		writer:     &statusWriter{c: mgr.GetClient(), disc: disc},
-		recorder:   mgr.GetEventRecorderFor("hyperbatch-podgroupstatus"),
+		recorder:   mgr.GetEventRecorderFor(EventSource),
 		opts:       opts,
 		now:        time.Now,
 		written:    map[types.NamespacedName]writeRecord{},
@@ -140,7 +147,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("indexing PodGroups by owning Volcano Job: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("podgroupstatus").
+		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Watches(&schedulingv1beta1.PodGroup{}, r.podGroupHandler()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

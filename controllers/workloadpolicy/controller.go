@@ -27,6 +27,13 @@ import (
 // ConditionReady is the status condition saying the policy is valid and in force.
 const ConditionReady = "Ready"
 
+const (
+	// ControllerName names the controller (its logs and metrics).
+	ControllerName = "workloadpolicy"
+	// EventSource is the source component of the Events it records.
+	EventSource = "hyperbatch-workloadpolicy"
+)
+
 // RBAC of this controller (config/rbac is generated from these markers; test/chart checks the chart
 // grants exactly that).
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
@@ -42,14 +49,14 @@ type Reconciler struct {
 
 // NewReconciler builds a Reconciler from the manager's cached client.
 func NewReconciler(mgr ctrl.Manager) *Reconciler {
-	return &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor("hyperbatch-workloadpolicy")}
+	return &Reconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorderFor(EventSource)}
 }
 
 // SetupWithManager watches policies, and namespaces because a namespace's labels decide which
 // policies govern it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("workloadpolicy").
+		Named(ControllerName).
 		For(&hbv1.WorkloadPolicy{}).
 		Watches(&corev1.Namespace{}, enqueue.All(r.client, func() client.ObjectList { return &hbv1.WorkloadPolicyList{} })).
 		// A Queue created or deleted changes the QueuesExist condition of the policies naming it;
