@@ -1,5 +1,5 @@
-// Package multicluster tests against a real Karmada v1.16 control plane (test/util/karmadaplane) and
-// two real member clusters (test/util/membercluster: kube-apiserver, kwok nodes with nvidia.com/gpu,
+// Package multicluster tests against a real Karmada v1.16 control plane (test/integration/framework/karmadaplane) and
+// two real member clusters (test/integration/framework/membercluster: kube-apiserver, kwok nodes with nvidia.com/gpu,
 // Volcano's webhooks, controllers and scheduler), joined in Push mode by our own code. Nothing is
 // patched by hand: propagation, execution, status and deletion are Karmada's and Volcano's.
 package multicluster
@@ -19,8 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
-	"github.com/hyperbatch/hyperbatch/test/util/karmadaplane"
-	"github.com/hyperbatch/hyperbatch/test/util/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/karmadaplane"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
 )
 
 var (

@@ -25,7 +25,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
-	"github.com/hyperbatch/hyperbatch/test/util/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
 )
 
 // TestMembersJoined: both members are Ready Clusters whose resourceSummary counts exactly the kwok

@@ -24,7 +24,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
-	"github.com/hyperbatch/hyperbatch/test/util/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
 )
 
 // volcanoJobReplicaResource is the only customization the plane gets (this file sorts last, so the
