@@ -23,8 +23,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
-	"github.com/hyperbatch/hyperbatch/test/util/builders"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // volcanoJobReplicaResource is the only customization the plane gets (this file sorts last, so the
