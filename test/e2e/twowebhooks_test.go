@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,6 +74,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 	require.Equal(t, queue, probe.Spec.Queue, "policy queue wins over Volcano's default fallback")
 	require.NotNil(t, probe.Spec.Tasks[0].MinAvailable, "Volcano's mutating webhook ran on the probe")
 
+	pgs := recordPodGroups(t, ns)
 	dir := filepath.Join(volcanoModuleDir(t), "example")
 	for _, ex := range volcanoExamples {
 		t.Run(strings.ReplaceAll(ex, "/", "_"), func(t *testing.T) {
@@ -108,7 +110,7 @@ func TestTwoWebhooksQueueOfVolcanoExamples(t *testing.T) {
 			assert.Equal(t, "default", job.Spec.Queue, "server-side create keeps the written queue")
 			// The PodGroup Volcano's job controller makes for it follows the Job: `default`, not the
 			// policy's queue.
-			pg := jobPodGroup(t, &job)
+			pg := jobPodGroup(t, pgs, &job)
 			assert.Equal(t, "default", pg.Spec.Queue, "the Job's PodGroup is in another queue than its Job")
 			_, _ = primary.Kubectl("delete", "-n", ns, "-f", file, "--wait=false")
 		})
@@ -135,15 +137,49 @@ func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
 }
 
 // jobPodGroup waits for the PodGroup Volcano's job controller makes for job (named <job>-<uid>).
-func jobPodGroup(t *testing.T, job *batchv1alpha1.Job) *schedulingv1beta1.PodGroup {
+// podGroupRecorder keeps every PodGroup a watch opened before the Jobs were created saw in a
+// namespace, as first seen: Volcano's job controller deletes a Job's PodGroup as soon as the Job
+// completes, and kwok completes a one-pod Job within a second, faster than a poll can be sure to see.
+type podGroupRecorder struct {
+	mu   sync.Mutex
+	seen map[string]*schedulingv1beta1.PodGroup
+}
+
+// recordPodGroups opens the watch on PodGroups in ns; call it before creating the Jobs.
+func recordPodGroups(t *testing.T, ns string) *podGroupRecorder {
 	t.Helper()
-	key := client.ObjectKey{Namespace: job.Namespace, Name: job.Name + "-" + string(job.UID)}
-	var pg schedulingv1beta1.PodGroup
-	e2efw.Poll(t, 60*time.Second, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, key, &pg)
-		return err == nil, client.IgnoreNotFound(err)
+	r := &podGroupRecorder{seen: map[string]*schedulingv1beta1.PodGroup{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w, err := wc.Watch(ctx, &schedulingv1beta1.PodGroupList{}, client.InNamespace(ns))
+	require.NoError(t, err, "watching PodGroups in %s", ns)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if pg, ok := ev.Object.(*schedulingv1beta1.PodGroup); ok {
+				r.mu.Lock()
+				if _, ok := r.seen[pg.Name]; !ok {
+					r.seen[pg.Name] = pg.DeepCopy()
+				}
+				r.mu.Unlock()
+			}
+		}
+	}()
+	return r
+}
+
+// jobPodGroup waits for the PodGroup Volcano's job controller made for job, as first stored.
+func jobPodGroup(t *testing.T, r *podGroupRecorder, job *batchv1alpha1.Job) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	name := job.Name + "-" + string(job.UID)
+	var pg *schedulingv1beta1.PodGroup
+	e2efw.Poll(t, 60*time.Second, "Volcano's job controller to create PodGroup "+job.Namespace+"/"+name, func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pg = r.seen[name]
+		return pg != nil, nil
 	})
-	return &pg
+	return pg
 }
 
 // topologyJobManifest is a one-pod hyperbatch-scheduler Volcano Job whose networkTopology names tier.
@@ -184,6 +220,7 @@ func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 	probe := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
 	applyUntilDefaulted(t, writeManifest(t, volcanoJobManifest(t, ns, "probe")), policy, probe)
 
+	pgs := recordPodGroups(t, ns)
 	for _, tier := range []string{"spine", "spnie"} {
 		name := "tier-" + tier
 		out, err := primary.Kubectl("apply", "-f", writeManifest(t, topologyJobManifest(ns, name, tier)))
@@ -191,7 +228,7 @@ func TestTwoWebhooksPodGroupFollowsJobTopology(t *testing.T) {
 		var job batchv1alpha1.Job
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &job))
 		require.Equal(t, tier, job.Spec.NetworkTopology.HighestTierName)
-		pg := jobPodGroup(t, &job)
+		pg := jobPodGroup(t, pgs, &job)
 		assert.Equal(t, queue, pg.Spec.Queue, "the PodGroup's queue is its Job's")
 		require.NotNil(t, pg.Spec.NetworkTopology)
 		assert.Equal(t, tier, pg.Spec.NetworkTopology.HighestTierName, "the Job's highestTierName did not reach its PodGroup")
