@@ -48,7 +48,7 @@ func BenchmarkPlacementUnderStatusWrites(b *testing.B) {
 	quietKlog(b, dir)
 	b.StopTimer()
 	env, cs := startControlPlane(b)
-	tree := setupCluster(b, cs, env, swNodes)
+	setupCluster(b, cs, env, swNodes)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := startBenchScheduler(b, ctx, env.Config, dir, hbName)
 	defer func() {
@@ -59,8 +59,8 @@ func BenchmarkPlacementUnderStatusWrites(b *testing.B) {
 	probe(b, cs, env, hbName)
 	var quiet, writes swResult
 	for i := 0; i < b.N; i++ {
-		quiet.add(runStatusWorkload(b, cs, env, tree, false))
-		writes.add(runStatusWorkload(b, cs, env, tree, true))
+		quiet.add(runStatusWorkload(b, cs, env, false))
+		writes.add(runStatusWorkload(b, cs, env, true))
 	}
 	for _, r := range []struct {
 		name string
@@ -95,7 +95,7 @@ func (r swResult) choicesPerGang() float64 { return r.choices / float64(r.gangs)
 
 // runStatusWorkload runs the throughput workload in a new namespace, with or without the status
 // writer, and counts the plugin's domain choices made meanwhile.
-func runStatusWorkload(b *testing.B, cs kubernetes.Interface, env *framework.Env, t tpTree, statusWrites bool) swResult {
+func runStatusWorkload(b *testing.B, cs kubernetes.Interface, env *framework.Env, statusWrites bool) swResult {
 	ctx := context.Background()
 	ns := newNamespace(b, cs, "sw")
 	gangs := tpWorkload()

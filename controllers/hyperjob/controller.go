@@ -38,7 +38,7 @@ const (
 
 	// EventSource is the source component of the Events it records.
 	EventSource = "hyperbatch-hyperjob"
-	// ReasonFailedUpdateStatus: the HyperJob's status could not be written.
+	// ReasonFailedUpdateStatus is the Event reason when the HyperJob's status could not be written.
 	ReasonFailedUpdateStatus = "FailedUpdateStatus"
 	// eventSourceChildren is the source of the per-pass summaries of child actions (events.go).
 	eventSourceChildren = "hyperbatch-hyperjob-children"

@@ -28,7 +28,7 @@ const (
 	FieldOwner = "hyperbatch-lifecycle"
 	// EventSource is the source component of the Events it records.
 	EventSource = "hyperbatch-lifecycle"
-	// ReasonFailedAbort: the AbortJob Command of an overdue Volcano Job could not be created.
+	// ReasonFailedAbort is the Event reason when the AbortJob Command of an overdue Volcano Job could not be created.
 	ReasonFailedAbort = "FailedAbort"
 
 	// childIndex indexes Volcano Jobs by the UID of their controlling HyperJob.

@@ -36,9 +36,9 @@ const (
 	ControllerName = "namespacelabel"
 	// EventSource is the source component of the Events it records.
 	EventSource = "hyperbatch-namespacelabel"
-	// ReasonPodWebhookEnabled: a WorkloadPolicy now governs the namespace; its Pods get defaults.
+	// ReasonPodWebhookEnabled is the Event reason when a WorkloadPolicy starts governing the namespace.
 	ReasonPodWebhookEnabled = "PodWebhookEnabled"
-	// ReasonPodWebhookDisabled: no WorkloadPolicy governs the namespace any more.
+	// ReasonPodWebhookDisabled is the Event reason when no WorkloadPolicy governs the namespace any more.
 	ReasonPodWebhookDisabled = "PodWebhookDisabled"
 )
 

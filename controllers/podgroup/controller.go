@@ -34,7 +34,7 @@ const (
 	ControllerName = "podgroup"
 	// EventSource is the source component of the Events it records.
 	EventSource = "hyperbatch-podgroup"
-	// ReasonPodGroupReleased: the JobSet's PodGroup was deleted (the JobSet finished or is no gang).
+	// ReasonPodGroupReleased is the Event reason when the JobSet's PodGroup is deleted (the JobSet finished or is no gang).
 	ReasonPodGroupReleased = "PodGroupReleased"
 )
 
@@ -242,7 +242,7 @@ func (r *Reconciler) apply(ctx context.Context, want *schedulingv1beta1.PodGroup
 		delete(md, "creationTimestamp")
 	}
 	u := &unstructured.Unstructured{Object: m}
-	if err := r.client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying PodGroup %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	return nil

@@ -41,7 +41,7 @@ func VolcanoJobAsSubmitted(job *batchv1alpha1.Job, ns Namespace, pols *Policies)
 // field of the decoded object, CRD defaults included. Then false, and the engine's rule holds.
 func userWroteSpecQueue(meta *metav1.ObjectMeta) bool {
 	for _, mf := range meta.ManagedFields {
-		if mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil && appliedSpecQueue(mf.FieldsV1.Raw) {
+		if mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil && appliedSpecQueue(mf.FieldsV1.GetRawBytes()) {
 			return true
 		}
 	}

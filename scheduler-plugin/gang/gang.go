@@ -127,7 +127,7 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 // status write (phase, counts, conditions) bumps the generation without changing the placement.
 func PlacementKey(pg *schedulingv1beta1.PodGroup) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "minMember=%d;queue=%s;", pg.Spec.MinMember, pg.Spec.Queue)
+	_, _ = fmt.Fprintf(h, "minMember=%d;queue=%s;", pg.Spec.MinMember, pg.Spec.Queue)
 	if pg.Spec.MinResources != nil {
 		names := make([]string, 0, len(*pg.Spec.MinResources))
 		for n := range *pg.Spec.MinResources {
@@ -136,13 +136,13 @@ func PlacementKey(pg *schedulingv1beta1.PodGroup) uint64 {
 		sort.Strings(names)
 		for _, n := range names {
 			q := (*pg.Spec.MinResources)[corev1.ResourceName(n)]
-			fmt.Fprintf(h, "min:%s=%s;", n, q.String())
+			_, _ = fmt.Fprintf(h, "min:%s=%s;", n, q.String())
 		}
 	}
 	if nt := pg.Spec.NetworkTopology; nt != nil {
-		fmt.Fprintf(h, "nt:mode=%s;name=%s;", nt.Mode, nt.HighestTierName)
+		_, _ = fmt.Fprintf(h, "nt:mode=%s;name=%s;", nt.Mode, nt.HighestTierName)
 		if nt.HighestTierAllowed != nil {
-			fmt.Fprintf(h, "tier=%d;", *nt.HighestTierAllowed)
+			_, _ = fmt.Fprintf(h, "tier=%d;", *nt.HighestTierAllowed)
 		}
 	}
 	return h.Sum64()

@@ -61,7 +61,7 @@ func volcanoWritesStatus(t *testing.T, keys ...client.ObjectKey) {
 			}
 			for _, mf := range pg.ManagedFields {
 				if mf.Manager == volcanoSchedulerManager && mf.Operation == metav1.ManagedFieldsOperationUpdate &&
-					mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:phase"`) {
+					mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:phase"`) {
 					return true, nil
 				}
 			}
