@@ -42,6 +42,27 @@ type shape struct {
 	nodes string
 }
 
+// withoutDuplicates drops HyperNodes of the same shape as one listed before them (by name). Volcano
+// v1.14.0-alpha.0's label discovery runs two rounds back to back at start; the second can create a
+// second tier-2 HyperNode over the same leaves before its cache holds the first (seen in CI: 7
+// HyperNodes from "discovered=6"), and it never deletes it. That is Volcano's race, named here as a
+// difference; the comparison is of the tree's shape.
+func withoutDuplicates(t *testing.T, hns []topologyv1alpha1.HyperNode) []topologyv1alpha1.HyperNode {
+	sort.Slice(hns, func(i, j int) bool { return hns[i].Name < hns[j].Name })
+	sh := shapes(hns)
+	first := map[shape]string{}
+	var out []topologyv1alpha1.HyperNode
+	for _, hn := range hns {
+		if f, ok := first[sh[hn.Name]]; ok {
+			t.Logf("difference: Volcano made %s with the same tier and nodes as %s (its back-to-back rounds race)", hn.Name, f)
+			continue
+		}
+		first[sh[hn.Name]] = hn.Name
+		out = append(out, hn)
+	}
+	return out
+}
+
 // shapes maps each HyperNode of the source's tree to its shape.
 func shapes(hns []topologyv1alpha1.HyperNode) map[string]shape {
 	byName := map[string]*topologyv1alpha1.HyperNode{}
@@ -148,15 +169,13 @@ func TestSameTreeAsVolcano(t *testing.T) {
 	var volcano []topologyv1alpha1.HyperNode
 	framework.Eventually(t, 120*time.Second, "Volcano's label discovery to build 6 HyperNodes", func(context.Context) (bool, error) {
 		volcano = listSource(t, "label")
-		if len(volcano) != 6 {
-			return false, nil
-		}
 		for _, hn := range volcano {
 			if len(hn.Spec.Members) == 0 {
 				return false, nil
 			}
 		}
-		return true, nil
+		volcano = withoutDuplicates(t, volcano)
+		return len(volcano) == 6, nil
 	})
 	require.NoError(t, vc.Stop(), vc.LogTail(40))
 	stopped = true
