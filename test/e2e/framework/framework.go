@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,8 +33,25 @@ import (
 // current context of a kubeconfig given from outside.
 const Primary = localproc.LegacyClusterName
 
-// LocalPortBase is where the suite's private local cluster listens (17443..), apart from `make run`'s.
+// LocalPortBase is where the suite's private local cluster listens by default (17443..), apart from
+// `make run`'s. HYPERBATCH_E2E_PORT_BASE moves it, so two checkouts on one machine can run the suite at once.
 const LocalPortBase = 17443
+
+// PortBaseEnv names the variable that moves the local cluster's ports (see LocalPortBase).
+const PortBaseEnv = "HYPERBATCH_E2E_PORT_BASE"
+
+// localPortBase is LocalPortBase, or the port PortBaseEnv names.
+func localPortBase() (int, error) {
+	v := os.Getenv(PortBaseEnv)
+	if v == "" {
+		return LocalPortBase, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 1024 || p > 65000 {
+		return 0, fmt.Errorf("%s=%q: want a port number between 1024 and 65000 (unset it for the default %d)", PortBaseEnv, v, LocalPortBase)
+	}
+	return p, nil
+}
 
 // Cluster is one cluster the suite reaches: its kubeconfig context and clients.
 type Cluster struct {
@@ -163,7 +181,11 @@ func startLocalCluster(dir string) (func(), error) {
 		}
 	}
 	down() // leftovers of an interrupted run
-	if err := run("up", "--dir", dir, "--bin", BinDir(), "--port-base", fmt.Sprint(LocalPortBase), "--nodes", "16", "--no-demo", "--discover"); err != nil {
+	portBase, err := localPortBase()
+	if err != nil {
+		return nil, err
+	}
+	if err := run("up", "--dir", dir, "--bin", BinDir(), "--port-base", fmt.Sprint(portBase), "--nodes", "16", "--no-demo", "--discover"); err != nil {
 		down()
 		return nil, fmt.Errorf("hack/localcluster up (logs in %s/logs): %w", dir, err)
 	}
