@@ -35,6 +35,30 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreePortBlock finds a base port from which n consecutive loopback ports are free (a cluster's port
+// block for tests: PortCount).
+func FreePortBlock(n int) (int, error) {
+	for range 50 {
+		first, err := FreePort()
+		if err != nil {
+			return 0, err
+		}
+		base := first - first%n // a little spread between callers asking at once
+		if base < 1024 || base+n > 65535 {
+			continue
+		}
+		free := true
+		for p := base; p < base+n && free; p++ {
+			free, _ = PortBusy(p)
+			free = !free
+		}
+		if free {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free loopback ports found in 50 tries", n)
+}
+
 // FreePorts finds n free loopback ports.
 func FreePorts(n int) ([]int, error) {
 	out := make([]int, 0, n)
