@@ -56,16 +56,28 @@ func TestApplyMode(t *testing.T) {
 
 	o = options{mode: modeControlPlane, controllers: "hyperjob,podgroup", webhookKinds: "*"}
 	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),
-		`--controllers: controller "podgroup" runs only with --mode=member (no pod, PodGroup or node exists on a Karmada control plane); with --mode=control-plane choose among hyperjob,lifecycle,workloadpolicy`)
+		`--controllers: controller "podgroup" does not run on a Karmada control plane (no pod, PodGroup or node exists there); with --mode=control-plane choose among hyperjob,lifecycle,workloadpolicy`)
 
 	o = options{mode: modeControlPlane, controllers: "*", webhookKinds: "HyperJob,Pod"}
 	require.EqualError(t, applyMode(&o, map[string]bool{"webhook-kinds": true}),
 		"--webhook-kinds: kind Pod is not admitted on a Karmada control plane (--mode=control-plane); choose among HyperJob,VolcanoJob,PropagationPolicy,WorkloadPolicy")
 
+	o = options{mode: modeStandalone, controllers: "*", webhookKinds: "*"}
+	require.NoError(t, applyMode(&o, map[string]bool{}))
+	assert.Equal(t, "*", o.controllers, "standalone mode leaves the flags alone")
+
+	// A member runs everything but the HyperJob split.
 	o = options{mode: modeMember, controllers: "*", webhookKinds: "*"}
 	require.NoError(t, applyMode(&o, map[string]bool{}))
-	assert.Equal(t, "*", o.controllers, "member mode leaves the flags alone")
+	assert.Equal(t, "hypernode,lifecycle,namespacelabel,podgroup,podgroupstatus,workloadpolicy", o.controllers)
+	assert.Equal(t, "Pod,VolcanoJob,PodGroup,JobSet,WorkloadPolicy", o.webhookKinds)
+	o = options{mode: modeMember, controllers: "podgroup,hyperjob", webhookKinds: "*"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),
+		`--controllers: controller "hyperjob" runs on the Karmada control plane (--mode=control-plane), not in a member cluster (--mode=member): HyperJobs are split there`)
+	o = options{mode: modeMember, controllers: "*", webhookKinds: "Pod,HyperJob"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"webhook-kinds": true}),
+		"--webhook-kinds: kind HyperJob is admitted on the Karmada control plane (--mode=control-plane), not in a member cluster (--mode=member)")
 
 	o = options{mode: "karmada"}
-	require.ErrorContains(t, applyMode(&o, nil), `--mode "karmada" is not one of member`)
+	require.ErrorContains(t, applyMode(&o, nil), `--mode "karmada" is not one of standalone (one cluster), member`)
 }

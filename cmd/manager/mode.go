@@ -17,15 +17,25 @@ import (
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
-// The manager's modes: one binary, two places.
+// The manager's modes: one binary, three places.
 const (
-	// modeMember is a cluster that runs the workloads: a standalone cluster or a Karmada member.
-	// Every controller and webhook is available.
+	// modeStandalone is one cluster that runs the workloads and may split HyperJobs itself (Karmada's
+	// policy CRDs installed): every controller and webhook.
+	modeStandalone = "standalone"
+	// modeMember is a member cluster of a Karmada control plane: it runs the workloads Karmada
+	// propagates; HyperJobs are split on the control plane, so neither the HyperJob controller nor
+	// the HyperJob and PropagationPolicy webhooks run here (planeOnlyControllers and planeOnlyKinds are left out).
 	modeMember = "member"
 	// modeControlPlane is a Karmada control plane (--kubeconfig points at the Karmada apiserver):
 	// HyperJobs are split there and Karmada propagates the children. No pod runs there, so only the
 	// controllers and webhooks of controlPlaneControllers and controlPlaneKinds make sense.
 	modeControlPlane = "control-plane"
+)
+
+// planeOnlyControllers and planeOnlyKinds belong to the control plane, not to a member.
+var (
+	planeOnlyControllers = []string{"hyperjob"}
+	planeOnlyKinds       = []webhook.Kind{defaults.KindHyperJob, defaults.KindPropagationPolicy}
 )
 
 // controlPlaneControllers run on a Karmada control plane: the HyperJob split, HyperJob deadlines and
@@ -49,11 +59,13 @@ var karmadaAPIs = []struct{ groupVersion, resource string }{
 // user did not set (explicit names the flags set) and refuses those that need pods.
 func applyMode(o *options, explicit map[string]bool) error {
 	switch o.mode {
-	case modeMember:
+	case modeStandalone:
 		return nil
+	case modeMember:
+		return applyMemberMode(o, explicit)
 	case modeControlPlane:
 	default:
-		return fmt.Errorf("--mode %q is not one of %s (a cluster that runs the workloads) or %s (a Karmada control plane)", o.mode, modeMember, modeControlPlane)
+		return fmt.Errorf("--mode %q is not one of %s (one cluster), %s (a Karmada member cluster) or %s (a Karmada control plane)", o.mode, modeStandalone, modeMember, modeControlPlane)
 	}
 	if !explicit["controllers"] {
 		o.controllers = strings.Join(controlPlaneControllers, ",")
@@ -64,8 +76,8 @@ func applyMode(o *options, explicit map[string]bool) error {
 	}
 	for _, n := range names {
 		if !slices.Contains(controlPlaneControllers, n) {
-			return fmt.Errorf("--controllers: controller %q runs only with --mode=%s (no pod, PodGroup or node exists on a Karmada control plane); with --mode=%s choose among %s",
-				n, modeMember, modeControlPlane, strings.Join(controlPlaneControllers, ","))
+			return fmt.Errorf("--controllers: controller %q does not run on a Karmada control plane (no pod, PodGroup or node exists there); with --mode=%s choose among %s",
+				n, modeControlPlane, strings.Join(controlPlaneControllers, ","))
 		}
 	}
 	if !explicit["webhook-kinds"] {
@@ -84,6 +96,42 @@ func applyMode(o *options, explicit map[string]bool) error {
 			return fmt.Errorf("--webhook-kinds: kind %s is not admitted on a Karmada control plane (--mode=%s); choose among %s", k, modeControlPlane, strings.Join(valid, ","))
 		}
 	}
+	return nil
+}
+
+// applyMemberMode leaves out, unless given, and refuses, when given, what belongs to the control
+// plane.
+func applyMemberMode(o *options, explicit map[string]bool) error {
+	names, err := selectedControllers(o.controllers)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for _, n := range names {
+		if !slices.Contains(planeOnlyControllers, n) {
+			keep = append(keep, n)
+			continue
+		}
+		if explicit["controllers"] {
+			return fmt.Errorf("--controllers: controller %q runs on the Karmada control plane (--mode=%s), not in a member cluster (--mode=%s): HyperJobs are split there", n, modeControlPlane, modeMember)
+		}
+	}
+	o.controllers = strings.Join(keep, ",")
+	kinds, err := selectedWebhookKinds(o.webhookKinds)
+	if err != nil {
+		return err
+	}
+	var keepKinds []string
+	for _, k := range kinds {
+		if !slices.Contains(planeOnlyKinds, k) {
+			keepKinds = append(keepKinds, string(k))
+			continue
+		}
+		if explicit["webhook-kinds"] {
+			return fmt.Errorf("--webhook-kinds: kind %s is admitted on the Karmada control plane (--mode=%s), not in a member cluster (--mode=%s)", k, modeControlPlane, modeMember)
+		}
+	}
+	o.webhookKinds = strings.Join(keepKinds, ",")
 	return nil
 }
 

@@ -226,9 +226,12 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 	if o.DiscoveryConfig != "" {
 		manager.Args = append(manager.Args, "--discovery-config="+o.DiscoveryConfig)
 	}
-	if c.Role == RoleKarmada {
+	switch c.Role {
+	case RoleKarmada:
 		manager.Args = append(manager.Args, "--mode=control-plane")
 		return Stage{manager}, nil
+	case RoleMember:
+		manager.Args = append(manager.Args, "--mode=member")
 	}
 	scheduler := Component{
 		Name: "scheduler", Binary: filepath.Join(bin, "scheduler"), StartTimeout: 90 * time.Second,

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 )
 
 // The binaries (hack/tools/karmada) and the API types the product compiles against (go.mod) must be

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -57,6 +58,14 @@ type MemberOptions struct {
 	// Hyperbatch runs hyperbatch's manager and scheduler (the scheduler's configuration must be
 	// written to c.SchedulerConfig() first: WriteSchedulerConfig).
 	Hyperbatch bool
+}
+
+// MemberCRDDirs are the CRDs a member serves, below the repository root: hyperbatch's (config/crd)
+// and those of the kinds its manager watches in member mode (Volcano's, JobSet's, the HyperJob's;
+// `make crds` writes them to _output/crds).
+func MemberCRDDirs(root string) []string {
+	return []string{filepath.Join(root, "config", "crd"), filepath.Join(root, "_output", "crds", "volcano"),
+		filepath.Join(root, "_output", "crds", "jobset"), filepath.Join(root, "_output", "crds", "training")}
 }
 
 // MemberTier2 names the member's tier-2 HyperNode above all its leaves.

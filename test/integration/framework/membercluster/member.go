@@ -148,7 +148,7 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 	}
 	m.Ready, err = localproc.UpMember(ctx, c, o.BinDir, localproc.MemberOptions{
 		Nodes:      nodes,
-		CRDDirs:    []string{filepath.Join(root, "config", "crd"), filepath.Join(root, "_output", "crds", "volcano")},
+		CRDDirs:    localproc.MemberCRDDirs(root),
 		Hyperbatch: o.Hyperbatch,
 	}, m.procs.Start)
 	m.Processes = m.procs.List
