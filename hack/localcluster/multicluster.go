@@ -135,6 +135,7 @@ func (l layout) upMulticluster(ctx context.Context, s *localproc.Session, st loc
 			Nodes:      memberNodes[m.Name],
 			CRDDirs:    localproc.MemberCRDDirs(l.root),
 			Hyperbatch: true,
+			Root:       l.root,
 		}, s.StageStarter())
 		if err != nil {
 			return err

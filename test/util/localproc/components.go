@@ -162,15 +162,23 @@ func KubeControllerManager(c Cluster, bin string, controllers []string) (Compone
 	}, nil
 }
 
+// KwokConfig is where WriteKwokConfig puts the cluster's kwok configuration; Kwok passes it with
+// --config when it exists.
+func (c Cluster) KwokConfig() string { return filepath.Join(c.Dir, "kwok", "kwok.yaml") }
+
 // Kwok is the cluster's kwok: it manages the nodes annotated KwokNodeAnnotation=KwokNodeValue.
 func Kwok(c Cluster, bin string) Component {
 	pt := c.Ports()
+	var config []string
+	if _, err := os.Stat(c.KwokConfig()); err == nil {
+		config = []string{"--config=" + c.KwokConfig()}
+	}
 	return Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
 		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml; with no config kwok uses its
 		// default stages (node-initialize, node-heartbeat, pod-ready, pod-complete, pod-delete).
 		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
-		Args: []string{
+		Args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig(),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
@@ -178,7 +186,7 @@ func Kwok(c Cluster, bin string) Component {
 			"--node-ip=127.0.0.1",
 			"--cidr=127.64.0.1/10",
 			"--server-address=" + Loopback(pt.Kwok),
-		},
+		}, config...),
 		Ready: HTTPReady(http.DefaultClient, "http://"+Loopback(pt.Kwok)+"/healthz", ""),
 	}
 }

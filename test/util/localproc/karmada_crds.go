@@ -47,15 +47,21 @@ func KarmadaModuleDir(root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "mod", "download", "-json", KarmadaModule+"@"+version)
-	cmd.Dir = filepath.Dir(toolsGoMod(root))
+	return moduleDir(filepath.Dir(toolsGoMod(root)), KarmadaModule, version)
+}
+
+// moduleDir is module@version's directory in the Go module cache, downloaded from dir (a tool
+// module that requires it) when missing.
+func moduleDir(dir, module, version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s@%s (check GOPROXY): %w", KarmadaModule, version, err)
+		return "", fmt.Errorf("go mod download %s@%s (check GOPROXY): %w", module, version, err)
 	}
 	var m struct{ Dir string }
 	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s gave no directory (%s)", KarmadaModule, version, out)
+		return "", fmt.Errorf("go mod download %s@%s gave no directory (%s)", module, version, out)
 	}
 	return m.Dir, nil
 }

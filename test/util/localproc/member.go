@@ -58,6 +58,9 @@ type MemberOptions struct {
 	// Hyperbatch runs hyperbatch's manager and scheduler (the scheduler's configuration must be
 	// written to c.SchedulerConfig() first: WriteSchedulerConfig).
 	Hyperbatch bool
+	// Root is the repository root: kwok then runs with WriteKwokConfig's stages, so pods with
+	// KwokHoldAnnotation stay Running. Empty: kwok's defaults.
+	Root string
 }
 
 // MemberCRDDirs are the CRDs a member serves, below the repository root: hyperbatch's (config/crd)
@@ -84,6 +87,11 @@ func UpMember(ctx context.Context, c Cluster, bin string, o MemberOptions, start
 		return nil, fmt.Errorf("member %s: no nodes", c.Name)
 	}
 	st := &steps{last: time.Now()}
+	if o.Root != "" {
+		if err := WriteKwokConfig(o.Root, c.KwokConfig()); err != nil {
+			return nil, fmt.Errorf("member %s: %w", c.Name, err)
+		}
+	}
 	core, err := KubeCore(c, bin)
 	if err != nil {
 		return nil, err

@@ -150,6 +150,7 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 		Nodes:      nodes,
 		CRDDirs:    localproc.MemberCRDDirs(root),
 		Hyperbatch: o.Hyperbatch,
+		Root:       root,
 	}, m.procs.Start)
 	m.Processes = m.procs.List
 	if err != nil {
