@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,13 +133,9 @@ func TestStaticSplitPlacedInOneHyperNode(t *testing.T) {
 		t.Logf("child %s: both pods in %s under HyperNode %s, bound by hyperbatch-scheduler", child, m, placed[child][0])
 	}
 
+	hyperJobCondition(ctx, t, hj, hyperjob.ConditionCompleted, metav1.ConditionTrue)
 	var got trainingv1alpha1.HyperJob
-	waitFor(ctx, t, "the HyperJob Completed on the plane", func(ctx context.Context) (bool, string) {
-		if err := plane.Client.Get(ctx, client.ObjectKeyFromObject(hj), &got); err != nil {
-			return false, err.Error()
-		}
-		return apimeta.IsStatusConditionTrue(got.Status.Conditions, hyperjob.ConditionCompleted), describe(got.Status)
-	})
+	require.NoError(t, plane.Client.Get(ctx, client.ObjectKeyFromObject(hj), &got))
 	t.Logf("HyperJob Completed on the plane %s after its creation", time.Since(created).Round(100*time.Millisecond))
 	states := map[string]batchv1alpha1.JobPhase{}
 	for _, s := range got.Status.ReplicatedJobsStatus {

@@ -79,6 +79,12 @@ type KarmadaOptions struct {
 // KarmadaClient is a client of a plane's Karmada apiserver with the admin credentials; it reads and
 // writes core kinds, webhook configurations and Karmada's Cluster.
 func KarmadaClient(c Cluster) (client.Client, *rest.Config, error) {
+	return ClusterClient(c, clusterv1alpha1.Install)
+}
+
+// ClusterClient is an admin client of cluster c from its kubeconfig, for client-go's kinds and those
+// kinds adds.
+func ClusterClient(c Cluster, adds ...func(*runtime.Scheme) error) (client.Client, *rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
@@ -86,10 +92,12 @@ func KarmadaClient(c Cluster) (client.Client, *rest.Config, error) {
 	cfg.QPS, cfg.Burst = 100, 200
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(clusterv1alpha1.Install(s))
+	for _, add := range adds {
+		utilruntime.Must(add(s))
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
-		return nil, nil, fmt.Errorf("client for the Karmada apiserver of %s: %w", c.Name, err)
+		return nil, nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	return cl, cfg, nil
 }

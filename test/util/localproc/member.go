@@ -13,12 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -160,20 +156,7 @@ func UpMember(ctx context.Context, c Cluster, bin string, o MemberOptions, start
 
 // MemberClient is an admin client of cluster c (core kinds, Volcano's Queues and HyperNodes).
 func MemberClient(c Cluster) (client.Client, *rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading %s: %w", c.Kubeconfig(), err)
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(schedulingv1beta1.AddToScheme(s))
-	utilruntime.Must(topologyv1alpha1.AddToScheme(s))
-	cl, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		return nil, nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
-	}
-	return cl, cfg, nil
+	return ClusterClient(c, schedulingv1beta1.AddToScheme, topologyv1alpha1.AddToScheme)
 }
 
 // MemberNodeObject is the Node of a kwok node with GPUs.
