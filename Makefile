@@ -86,8 +86,12 @@ test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECO
 run: test-tools crds build ## Start the local cluster with hyperbatch and a demo workload (stop it with `make down`).
 	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover)
 
+.PHONY: run-multicluster
+run-multicluster: test-tools crds build ## Start a Karmada control plane and two member clusters with hyperbatch, run a HyperJob across them (stop with `make down`).
+	$(GO) run ./hack/localcluster up --multicluster --bin $(BIN) $(if $(PORT_BASE),--port-base $(PORT_BASE))
+
 .PHONY: down
-down: ## Stop everything `make run` started.
+down: ## Stop everything `make run` or `make run-multicluster` started.
 	$(GO) run ./hack/localcluster down
 
 .PHONY: fuzz

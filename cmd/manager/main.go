@@ -26,6 +26,7 @@ import (
 func main() {
 	var o options
 	fs := flag.CommandLine
+	fs.StringVar(&o.mode, "mode", modeStandalone, "where the manager runs: "+modeStandalone+" (one cluster: every controller and webhook), "+modeMember+" (a member cluster of a Karmada control plane: everything but the HyperJob controller and the HyperJob and PropagationPolicy webhooks) or "+modeControlPlane+" (a Karmada control plane, --kubeconfig pointing at the Karmada apiserver: the HyperJob, lifecycle and WorkloadPolicy controllers and the HyperJob, VolcanoJob and PropagationPolicy webhooks, registered on the Karmada apiserver). --controllers and --webhook-kinds narrow the mode's set further")
 	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "hyperbatch-system"), "hyperbatch's own namespace: leader-election Lease, webhook certificate Secret and Service; no webhook admits objects there")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus /metrics endpoint binds to; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the /healthz and /readyz endpoints bind to")
@@ -48,6 +49,8 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	flag.Parse()
+	o.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.explicit[f.Name] = true })
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)

@@ -41,3 +41,43 @@ func TestSelectedWebhookKinds(t *testing.T) {
 	_, err = selectedWebhookKinds(" , ")
 	require.ErrorContains(t, err, "--webhook-kinds: no kind given; valid kinds are Pod, VolcanoJob")
 }
+
+// --mode=control-plane picks the control plane's controllers and webhook kinds unless given, and
+// refuses what needs pods with the flag's name and the valid choices; a bad mode is refused.
+func TestApplyMode(t *testing.T) {
+	o := options{mode: modeControlPlane, controllers: "*", webhookKinds: "*"}
+	require.NoError(t, applyMode(&o, map[string]bool{}))
+	assert.Equal(t, "hyperjob,lifecycle,workloadpolicy", o.controllers)
+	assert.Equal(t, "HyperJob,VolcanoJob,PropagationPolicy", o.webhookKinds)
+
+	o = options{mode: modeControlPlane, controllers: "hyperjob", webhookKinds: "HyperJob,WorkloadPolicy"}
+	require.NoError(t, applyMode(&o, map[string]bool{"controllers": true, "webhook-kinds": true}))
+	assert.Equal(t, "hyperjob", o.controllers)
+
+	o = options{mode: modeControlPlane, controllers: "hyperjob,podgroup", webhookKinds: "*"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),
+		`--controllers: controller "podgroup" does not run on a Karmada control plane (no pod, PodGroup or node exists there); with --mode=control-plane choose among hyperjob,lifecycle,workloadpolicy`)
+
+	o = options{mode: modeControlPlane, controllers: "*", webhookKinds: "HyperJob,Pod"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"webhook-kinds": true}),
+		"--webhook-kinds: kind Pod is not admitted on a Karmada control plane (--mode=control-plane); choose among HyperJob,VolcanoJob,PropagationPolicy,WorkloadPolicy")
+
+	o = options{mode: modeStandalone, controllers: "*", webhookKinds: "*"}
+	require.NoError(t, applyMode(&o, map[string]bool{}))
+	assert.Equal(t, "*", o.controllers, "standalone mode leaves the flags alone")
+
+	// A member runs everything but the HyperJob split.
+	o = options{mode: modeMember, controllers: "*", webhookKinds: "*"}
+	require.NoError(t, applyMode(&o, map[string]bool{}))
+	assert.Equal(t, "hypernode,lifecycle,namespacelabel,podgroup,podgroupstatus,workloadpolicy", o.controllers)
+	assert.Equal(t, "Pod,VolcanoJob,PodGroup,JobSet,WorkloadPolicy", o.webhookKinds)
+	o = options{mode: modeMember, controllers: "podgroup,hyperjob", webhookKinds: "*"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),
+		`--controllers: controller "hyperjob" runs on the Karmada control plane (--mode=control-plane), not in a member cluster (--mode=member): HyperJobs are split there`)
+	o = options{mode: modeMember, controllers: "*", webhookKinds: "Pod,HyperJob"}
+	require.EqualError(t, applyMode(&o, map[string]bool{"webhook-kinds": true}),
+		"--webhook-kinds: kind HyperJob is admitted on the Karmada control plane (--mode=control-plane), not in a member cluster (--mode=member)")
+
+	o = options{mode: "karmada"}
+	require.ErrorContains(t, applyMode(&o, nil), `--mode "karmada" is not one of standalone (one cluster), member`)
+}

@@ -70,6 +70,10 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 }
 
 type options struct {
+	// mode is --mode (modeMember or modeControlPlane); explicit names the flags given on the
+	// command line.
+	mode           string
+	explicit       map[string]bool
 	namespace      string
 	metricsAddr    string
 	probeAddr      string
@@ -101,6 +105,9 @@ type options struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=hyperbatch-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 func run(o options) error {
+	if err := applyMode(&o, o.explicit); err != nil {
+		return err
+	}
 	names, err := selectedControllers(o.controllers)
 	if err != nil {
 		return err
@@ -117,6 +124,11 @@ func run(o options) error {
 	}
 	if o.kubeAPIQPS != 0 {
 		cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	}
+	if o.mode == modeControlPlane {
+		if err := checkControlPlane(context.Background(), cfg, o.namespace); err != nil {
+			return err
+		}
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
@@ -164,7 +176,7 @@ func run(o options) error {
 			return fmt.Errorf("setting up controller %s: %w", n, err)
 		}
 	}
-	ctrl.Log.Info("starting manager", "controllers", names, "webhooks", o.enableWebhooks, "webhookKinds", o.kinds, "certMode", o.certMode, "webhookURL", o.webhookURL)
+	ctrl.Log.Info("starting manager", "mode", o.mode, "controllers", names, "webhooks", o.enableWebhooks, "webhookKinds", o.kinds, "certMode", o.certMode, "webhookURL", o.webhookURL)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

@@ -85,6 +85,9 @@ type Reconciler struct {
 	// memberPods counts a finished child's pods in its member cluster (memberpods.go); set with
 	// gateDispatch.
 	memberPods memberPodCounter
+	// watchMembers: Karmada's Cluster kind is served; children on not-Ready members are reported
+	// (memberloss.go).
+	watchMembers bool
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -129,6 +132,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.memberPods = clusterProxyPodCounter(mgr.GetConfig())
 		}
 		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
+		if bld, err = r.watchClusters(mgr, bld); err != nil {
+			return err
+		}
 	} else if !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
 	}
@@ -259,6 +265,11 @@ func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha
 		}
 	}
 	st, newly := ComputeStatus(hj, res.plan, res.jobs)
+	lost, err := r.lostChildren(ctx, hj, res.jobs)
+	if err != nil {
+		return err
+	}
+	lostNow := setMemberLost(hj, &st, lost)
 	if apiequality.Semantic.DeepEqual(st, hj.Status) {
 		return nil
 	}
@@ -274,6 +285,7 @@ func (r *Reconciler) syncHyperJobStatus(ctx context.Context, hj *trainingv1alpha
 		r.recorder.Eventf(hj, corev1.EventTypeWarning, ReasonFailedUpdateStatus, "updating status: %v", err)
 		return fmt.Errorf("updating status of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
 	}
+	r.eventForMemberLost(hj, lostNow)
 	if newly != nil {
 		typ := corev1.EventTypeNormal
 		if newly.Type != ConditionCompleted {

@@ -34,6 +34,9 @@ func (l layout) rel(path string) string {
 
 // clusters are the clusters one `up` starts, in order. The first lives in --dir itself.
 func (l layout) clusters(o upOptions) []localproc.Cluster {
+	if o.multicluster {
+		return l.multiClusters()
+	}
 	return []localproc.Cluster{{Name: localproc.LegacyClusterName, Dir: l.dir, PortBase: l.portBase, Role: localproc.RoleStandalone, Nodes: o.nodes}}
 }
 
@@ -46,6 +49,8 @@ type upOptions struct {
 	// discover lets the manager's HyperNode discovery build the tree from the node labels instead
 	// of writing the fixed sample.
 	discover bool
+	// multicluster starts a Karmada plane and two members (multicluster.go).
+	multicluster bool
 	neighbourOptions
 }
 
@@ -56,18 +61,10 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 		return err
 	}
 	st := localproc.State{Clusters: l.clusters(o)}
-	if err := l.preflight(ctx, st); err != nil {
+	if err := l.preflight(ctx, st, o); err != nil {
 		return err
 	}
-	for _, cl := range st.Clusters {
-		if err := cl.PrepareDirs(); err != nil {
-			return err
-		}
-		if err := cl.PKI().Generate(); err != nil {
-			return fmt.Errorf("generating certificates of cluster %s: %w", cl.Name, err)
-		}
-	}
-	if err := localproc.WriteKubeconfigs(l.dir, st.Clusters); err != nil {
+	if err := localproc.PrepareCluster(l.dir, st.Clusters...); err != nil {
 		return err
 	}
 	if err := st.Write(l.dir); err != nil {
@@ -80,6 +77,14 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 			s.StopAll()
 		}
 	}()
+	if o.multicluster {
+		if err = l.upMulticluster(ctx, s, st, o); err != nil {
+			return err
+		}
+		step("Karmada plane and %d members up in %s", len(st.Clusters)-1, since(begin))
+		l.printMultiUsage(st)
+		return nil
+	}
 	for _, cl := range st.Clusters {
 		switch cl.Role {
 		case localproc.RoleStandalone:
@@ -172,7 +177,7 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 }
 
 // preflight fails early, with cause and fix, on what would otherwise fail halfway.
-func (l layout) preflight(ctx context.Context, st localproc.State) error {
+func (l layout) preflight(ctx context.Context, st localproc.State, o upOptions) error {
 	for _, cl := range st.Clusters {
 		if cl.PortBase < 1024 || cl.PortBase > 65535-localproc.PortCount {
 			return fmt.Errorf("--port-base %d is out of range: the cluster needs %d ports from it, pick 1024..%d", cl.PortBase, localproc.PortCount, 65535-localproc.PortCount)
@@ -196,7 +201,11 @@ func (l layout) preflight(ctx context.Context, st localproc.State) error {
 	}
 
 	var missing, building []string
-	for _, t := range requiredTools {
+	tools := requiredTools
+	if o.multicluster {
+		tools = append(append([]string{}, tools...), multiclusterTools...)
+	}
+	for _, t := range tools {
 		if !isExecutable(filepath.Join(l.bin, t)) {
 			missing = append(missing, t)
 			if _, err := os.Stat(filepath.Join(l.bin, t+".tmp")); err == nil {
@@ -345,6 +354,21 @@ Local cluster is running (API server https://%s).
   logs:  %s/
   stop:  make down
 `, localproc.Loopback(cl.Ports().APIServer), kc, l.rel(filepath.Join(l.bin, "kubectl")), l.rel(filepath.Join(l.bin, "kubectl")), l.rel(cl.LogsDir()))
+}
+
+func (l layout) printMultiUsage(st localproc.State) {
+	kc := l.kubeconfig()
+	kubectl := l.rel(filepath.Join(l.bin, "kubectl"))
+	fmt.Printf(`
+Karmada control plane and members are running (one kubeconfig, a context per cluster).
+  export KUBECONFIG=%s
+  %s --context %s get clusters           # the Karmada apiserver (hyperbatch in control-plane mode)
+  %s --context %s get hyperjobs -A
+`, kc, kubectl, st.Clusters[0].Context(), kubectl, st.Clusters[0].Context())
+	for _, m := range st.Clusters[1:] {
+		fmt.Printf("  %s --context %s get nodes,hypernodes   # member %s (logs %s/)\n", kubectl, m.Context(), m.Name, l.rel(m.LogsDir()))
+	}
+	fmt.Printf("  logs:  %s/\n  stop:  make down\n", l.rel(st.Clusters[0].LogsDir()))
 }
 
 func isExecutable(path string) bool {

@@ -5,6 +5,7 @@
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
 //	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover]
+//	go run ./hack/localcluster up --multicluster [--dir _output/local] [--port-base 16443] [--no-demo]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
 //
@@ -21,6 +22,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 const modulePath = "github.com/hyperbatch/hyperbatch"
@@ -29,7 +33,8 @@ const usage = `usage: localcluster <command> [flags]
 
 commands:
   up      start etcd, kube-apiserver, kube-controller-manager, kwok, hyperbatch manager and scheduler,
-          create kwok nodes and a HyperNode tree, then run a demo pod as acceptance check
+          create kwok nodes and a HyperNode tree, then run a demo pod as acceptance check;
+          with --multicluster: a Karmada control plane and two member clusters instead
   down    stop every process of the cluster, free its ports, remove its etcd data
   status  show which components run
 
@@ -41,6 +46,8 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	// controller-runtime's envtest (installing CRDs) logs through its logger; the steps are printed here.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1], os.Args[2:])
 	stop()
@@ -62,12 +69,14 @@ func run(ctx context.Context, cmd string, args []string) error {
 		nodes    *int
 		noDemo   *bool
 		discover *bool
+		multi    *bool
 		nb       neighbourOptions
 	)
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
-		portBase = fs.Int("port-base", 16443, "first of 13 consecutive loopback ports (kube-apiserver gets this one)")
+		portBase = fs.Int("port-base", 16443, "first of 18 consecutive loopback ports (kube-apiserver gets this one); with --multicluster the members use the blocks 100 and 200 above it")
+		multi = fs.Bool("multicluster", false, "start a Karmada v1.16 control plane (with hyperbatch's manager in control-plane mode) and two member clusters with different GPU capacity and HyperNode trees, joined in Push mode, instead of one cluster; the demo runs a HyperJob across both")
 		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
 		noDemo = fs.Bool("no-demo", false, "skip the acceptance checks (a hyperbatch-scheduler pod must become Running; with Volcano, a Volcano Job must complete)")
 		discover = fs.Bool("discover", false, "let the manager's HyperNode discovery build the tree from the kwok nodes' topology labels (Volcano's label source) instead of writing the fixed sample tree")
@@ -94,7 +103,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	}
 	switch cmd {
 	case "up":
-		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, neighbourOptions: nb})
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, neighbourOptions: nb})
 	case "down":
 		return down(l)
 	default:

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
@@ -118,39 +117,13 @@ func namer(prefix string, count int) func(int) string {
 // capacity. Status is accepted on create (as from a kubelet); kwok then marks the node Ready. No taint:
 // every node of this cluster is fake, so workloads need only the type=kwok nodeSelector (or nothing).
 func nodeObject(n fakeNode) *corev1.Node {
-	resources := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("32"),
-		corev1.ResourceMemory:           resource.MustParse("256Gi"),
-		corev1.ResourcePods:             resource.MustParse("110"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
-		gpuResource:                     resource.MustParse("8"),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name,
-			Labels: map[string]string{
-				kwokNodeLabel:                  kwokNodeLabelValue,
-				corev1.LabelHostname:           n.Name,
-				corev1.LabelOSStable:           "linux",
-				corev1.LabelArchStable:         "amd64",
-				corev1.LabelInstanceTypeStable: "kwok-gpu-8x",
-				labelLeaf:                      n.Leaf,
-				labelSpine:                     n.Spine,
-				labelTop:                       n.Top,
-				"nvidia.com/gpu.present":       "true",
-			},
-			Annotations: map[string]string{
-				kwokNodeAnnotation:             kwokNodeValue,
-				"node.alpha.kubernetes.io/ttl": "0",
-			},
-		},
-		Status: corev1.NodeStatus{
-			Capacity:    resources,
-			Allocatable: resources.DeepCopy(),
-			NodeInfo:    corev1.NodeSystemInfo{Architecture: "amd64", OperatingSystem: "linux"},
-			Phase:       corev1.NodeRunning,
-		},
-	}
+	return localproc.MemberNodeObject(localproc.MemberNode{Name: n.Name, GPUs: 8, Labels: map[string]string{
+		corev1.LabelInstanceTypeStable: "kwok-gpu-8x",
+		labelLeaf:                      n.Leaf,
+		labelSpine:                     n.Spine,
+		labelTop:                       n.Top,
+		"nvidia.com/gpu.present":       "true",
+	}})
 }
 
 // hyperNodeObject builds the Volcano HyperNode for one switch; every member is an exact name match.

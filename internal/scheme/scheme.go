@@ -3,6 +3,7 @@
 package scheme
 
 import (
+	karmadaclusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	karmadapolicyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	karmadaworkv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,7 @@ func New() *runtime.Scheme {
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,
 		karmadapolicyv1alpha1.Install,
+		karmadaclusterv1alpha1.Install,
 		karmadaworkv1alpha2.Install,
 		jobsetv1alpha2.AddToScheme,
 	} {

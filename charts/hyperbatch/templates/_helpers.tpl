@@ -17,6 +17,20 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if not (has .Values.certs.mode (list "self" "cert-manager")) -}}
 {{- fail (printf "certs.mode must be self or cert-manager, got %q" .Values.certs.mode) -}}
 {{- end -}}
+{{- if not (has .Values.mode (list "standalone" "member" "control-plane")) -}}
+{{- fail (printf "mode must be standalone, member or control-plane, got %q" .Values.mode) -}}
+{{- end -}}
+{{- if eq .Values.mode "control-plane" -}}
+{{- if .Values.scheduler.enabled -}}
+{{- fail "mode control-plane needs scheduler.enabled=false: no pod runs on a Karmada control plane (install the chart with mode=member in each member cluster for hyperbatch-scheduler)" -}}
+{{- end -}}
+{{- if ne .Values.certs.mode "self" -}}
+{{- fail "mode control-plane needs certs.mode=self: the webhook configurations live on the Karmada apiserver, where cert-manager's cainjector does not run; the manager injects the caBundle there itself" -}}
+{{- end -}}
+{{- if not .Values.controlPlane.kubeconfigSecret -}}
+{{- fail "mode control-plane needs controlPlane.kubeconfigSecret: the Secret in the release namespace holding the Karmada apiserver's kubeconfig" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 

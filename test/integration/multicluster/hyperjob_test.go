@@ -270,10 +270,10 @@ func TestHyperJobAcrossMembers(t *testing.T) {
 	}
 }
 
-// startHyperJobController runs a controller-runtime manager with only hyperbatch's HyperJob
-// controller against the Karmada apiserver, configured from the plane's kubeconfig file, its cache
-// limited to namespace (and cluster-scoped objects).
-func startHyperJobController(t *testing.T, namespace string) {
+// startHyperJobController runs a controller-runtime manager with hyperbatch's HyperJob controller
+// (and the controllers extra adds) against the Karmada apiserver, configured from the plane's
+// kubeconfig file, its cache limited to namespace (and cluster-scoped objects).
+func startHyperJobController(t *testing.T, namespace string, extra ...func(ctrl.Manager) error) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
 	require.NoError(t, err, "loading the plane's kubeconfig %s", plane.Kubeconfig)
@@ -287,6 +287,9 @@ func startHyperJobController(t *testing.T, namespace string) {
 	})
 	require.NoError(t, err, "creating the manager")
 	require.NoError(t, hyperjob.NewReconciler(mgr).SetupWithManager(mgr), "setting up the HyperJob controller")
+	for _, setup := range extra {
+		require.NoError(t, setup(mgr), "setting up a controller")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

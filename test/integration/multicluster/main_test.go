@@ -28,10 +28,12 @@ var (
 	members = map[string]*membercluster.Member{}
 )
 
-// The members: different accelerator capacity, so a summary that mixed them up would show.
+// The members: different accelerator capacity, so a summary that mixed them up would show, and
+// different HyperNode trees (member1: leaves of 2 nodes and of 1 node under m1-spine; member2: one
+// leaf of 2 nodes under m2-spine), so a placement inside one HyperNode can be checked.
 var memberNodes = map[string][]membercluster.Node{
-	"member1": {{Name: "m1-gpu-0", GPUs: 8}, {Name: "m1-gpu-1", GPUs: 8}, {Name: "m1-gpu-2", GPUs: 8}},
-	"member2": {{Name: "m2-gpu-0", GPUs: 4}, {Name: "m2-gpu-1", GPUs: 4}},
+	"member1": {{Name: "m1-gpu-0", GPUs: 8, Leaf: "m1-leaf-0"}, {Name: "m1-gpu-1", GPUs: 8, Leaf: "m1-leaf-0"}, {Name: "m1-gpu-2", GPUs: 8, Leaf: "m1-leaf-1"}},
+	"member2": {{Name: "m2-gpu-0", GPUs: 4, Leaf: "m2-leaf-0"}, {Name: "m2-gpu-1", GPUs: 4, Leaf: "m2-leaf-0"}},
 }
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -68,7 +70,8 @@ func run(m *testing.M) int {
 	defer func() { stopAll(stoppers) }()
 	names := sortedNames()
 	for _, name := range names {
-		mc, err := membercluster.Start(ctx, membercluster.Options{Name: name, Dir: filepath.Join(dir, name), Nodes: memberNodes[name]})
+		// Each member runs hyperbatch's manager (member mode) and hyperbatch-scheduler besides Volcano.
+		mc, err := membercluster.Start(ctx, membercluster.Options{Name: name, Dir: filepath.Join(dir, name), Nodes: memberNodes[name], Hyperbatch: true})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "member %s did not start: %v\n", name, err)
 			return 1
@@ -129,6 +132,13 @@ func report(joined time.Duration) {
 		steps = append(steps, fmt.Sprintf("%s %s", s.Name, s.Took.Round(100*time.Millisecond)))
 	}
 	_, _ = fmt.Fprintf(w, "multicluster: plane steps: %s\n", strings.Join(steps, ", "))
+	for _, name := range sortedNames() {
+		steps = steps[:0]
+		for _, s := range members[name].Ready {
+			steps = append(steps, fmt.Sprintf("%s %s", s.Name, s.Took.Round(100*time.Millisecond)))
+		}
+		_, _ = fmt.Fprintf(w, "multicluster: %s up in %s: %s\n", name, members[name].StartupTime.Round(100*time.Millisecond), strings.Join(steps, ", "))
+	}
 	_, _ = fmt.Fprintln(w, "where\tprocess\tpeak RSS MiB\tCPU s")
 	row := func(where string, p *framework.Process) {
 		_, _ = fmt.Fprintf(w, "%s\t%s\t%.0f\t%.1f\n", where, p.Name, float64(p.PeakRSSKiB())/1024, p.CPUSeconds())

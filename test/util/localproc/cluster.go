@@ -15,10 +15,22 @@ import (
 // Role says which components a cluster runs.
 type Role string
 
-// RoleStandalone is one cluster with everything: the Kubernetes core, hyperbatch's manager and
-// scheduler, and the neighbours (Volcano, JobSet). Further roles (a Karmada control plane, a member
-// cluster) are clusters of the same state with other component lists.
-const RoleStandalone Role = "standalone"
+// The roles. A state holds one standalone cluster (`make run`), or a Karmada control plane and its
+// member clusters (`make run-multicluster`).
+const (
+	// RoleStandalone is one cluster with everything: the Kubernetes core, hyperbatch's manager and
+	// scheduler, and the neighbours (Volcano, JobSet).
+	RoleStandalone Role = "standalone"
+	// RoleKarmada is a Karmada control plane (KarmadaPlane): etcd, kube-apiserver as the Karmada
+	// apiserver, karmada-aggregated-apiserver, karmada-webhook, kube-controller-manager (namespace and
+	// garbage collector), karmada-controller-manager, karmada-scheduler, and hyperbatch's manager in
+	// control-plane mode. No Volcano controller runs there: the templates stay inert.
+	RoleKarmada Role = "karmada"
+	// RoleMember is a member cluster of a Karmada plane: the Kubernetes core, kwok nodes with
+	// accelerators and a HyperNode tree, Volcano's controllers and webhooks, hyperbatch's manager and
+	// scheduler.
+	RoleMember Role = "member"
+)
 
 // Cluster is one named local cluster: its directory, port block and role. Started lists its
 // components in start order (written by the Session); `down` stops them in the reverse order.
@@ -81,10 +93,13 @@ type Ports struct {
 	APIServer, EtcdClient, EtcdPeer, ControllerManager, Kwok, ManagerMetrics, ManagerHealth, Scheduler, Webhook int
 	// The neighbours: Volcano's controller-manager (health) and webhook-manager, the JobSet controller.
 	VolcanoHealth, VolcanoWebhook, JobSetWebhook, JobSetHealth int
+	// A Karmada plane's own processes: karmada-aggregated-apiserver, karmada-webhook (server and
+	// health), karmada-controller-manager and karmada-scheduler (health).
+	KarmadaAggregated, KarmadaWebhook, KarmadaWebhookHealth, KarmadaControllerHealth, KarmadaSchedulerHealth int
 }
 
 // PortCount is how many consecutive ports from its base one cluster uses.
-const PortCount = 13
+const PortCount = 18
 
 // PortsFrom lays out a cluster's ports from base.
 func PortsFrom(base int) Ports {
@@ -92,7 +107,8 @@ func PortsFrom(base int) Ports {
 		APIServer: base, EtcdClient: base + 1, EtcdPeer: base + 2, ControllerManager: base + 3,
 		Kwok: base + 4, ManagerMetrics: base + 5, ManagerHealth: base + 6, Scheduler: base + 7,
 		Webhook: base + 8, VolcanoHealth: base + 9, VolcanoWebhook: base + 10, JobSetWebhook: base + 11,
-		JobSetHealth: base + 12,
+		JobSetHealth: base + 12, KarmadaAggregated: base + 13, KarmadaWebhook: base + 14, KarmadaWebhookHealth: base + 15,
+		KarmadaControllerHealth: base + 16, KarmadaSchedulerHealth: base + 17,
 	}
 }
 
@@ -118,6 +134,11 @@ func (p Ports) All() []PortUse {
 		{p.VolcanoWebhook, "vc-webhook-manager --port"},
 		{p.JobSetWebhook, "jobset-controller webhook.port"},
 		{p.JobSetHealth, "jobset-controller health.healthProbeBindAddress"},
+		{p.KarmadaAggregated, "karmada-aggregated-apiserver --secure-port"},
+		{p.KarmadaWebhook, "karmada-webhook --secure-port"},
+		{p.KarmadaWebhookHealth, "karmada-webhook --health-probe-bind-address"},
+		{p.KarmadaControllerHealth, "karmada-controller-manager --health-probe-bind-address"},
+		{p.KarmadaSchedulerHealth, "karmada-scheduler --health-probe-bind-address"},
 	}
 }
 

@@ -49,19 +49,27 @@ const (
 // KubeCore is the Kubernetes core of a cluster in start stages: etcd; kube-apiserver;
 // kube-controller-manager and kwok (fake nodes). The cluster's PKI must exist.
 func KubeCore(c Cluster, bin string) ([]Stage, error) {
-	p := c.PKI()
-	pt := c.Ports()
-	kc := c.Kubeconfig()
-	tlsClient, err := p.TLSClient()
+	apiserver, err := KubeAPIServer(c, bin,
+		// No node-lifecycle controller runs here, so nothing would lift the not-ready taint this
+		// plugin puts on new Nodes; kwok reports the nodes Ready instead.
+		"--disable-admission-plugins=TaintNodesByCondition")
 	if err != nil {
 		return nil, err
 	}
+	kcm, err := KubeControllerManager(c, bin, controllerManagerControllers)
+	if err != nil {
+		return nil, err
+	}
+	return []Stage{{Etcd(c, bin)}, {apiserver}, {kcm, Kwok(c, bin)}}, nil
+}
+
+// Etcd is the cluster's etcd on its client and peer ports, data in c.EtcdDir().
+func Etcd(c Cluster, bin string) Component {
+	pt := c.Ports()
 	etcdPeer := "http://" + Loopback(pt.EtcdPeer)
 	etcdClient := "http://" + Loopback(pt.EtcdClient)
-	serving := []string{"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey}
-	delegated := []string{"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc}
 	etcdName := "hyperbatch-" + c.Name
-	etcd := Component{
+	return Component{
 		Name: "etcd", Binary: filepath.Join(bin, "etcd"), StartTimeout: 30 * time.Second,
 		Args: []string{
 			"--name=" + etcdName,
@@ -79,72 +87,108 @@ func KubeCore(c Cluster, bin string) ([]Stage, error) {
 		},
 		Ready: HTTPReady(http.DefaultClient, etcdClient+"/health", `"health":"true"`),
 	}
-	apiserver := Component{
-		Name: "kube-apiserver", Binary: filepath.Join(bin, "kube-apiserver"), StartTimeout: 120 * time.Second,
-		Args: append([]string{
-			"--etcd-servers=" + etcdClient,
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(pt.APIServer),
-			"--cert-dir=" + filepath.Join(p.Dir, "kube-apiserver"),
-			"--client-ca-file=" + p.CACert,
-			"--authorization-mode=RBAC",
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + p.SAPub,
-			"--service-account-signing-key-file=" + p.SAKey,
-			"--service-cluster-ip-range=" + serviceClusterIPRange,
-			"--allow-privileged=true",
-			// Request-header authentication, so components delegating authentication find a complete
-			// kube-system/extension-apiserver-authentication ConfigMap.
-			"--requestheader-client-ca-file=" + p.CACert,
-			"--requestheader-allowed-names=" + FrontProxyClientCN,
-			"--requestheader-username-headers=X-Remote-User",
-			"--requestheader-group-headers=X-Remote-Group",
-			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-			"--proxy-client-cert-file=" + p.ProxyCert,
-			"--proxy-client-key-file=" + p.ProxyKey,
-			// No node-lifecycle controller runs here, so nothing would lift the not-ready taint this
-			// plugin puts on new Nodes; kwok reports the nodes Ready instead.
-			"--disable-admission-plugins=TaintNodesByCondition",
-			// The "kubernetes" Endpoints may not hold a loopback address; nothing reaches the API
-			// server through the Service here, so do not reconcile it.
-			"--endpoint-reconciler-type=none",
-			"--profiling=false",
-		}, serving...),
-		Ready: HTTPReady(tlsClient, "https://"+Loopback(pt.APIServer)+"/readyz", ""),
+}
+
+// KubeAPIServer is the cluster's kube-apiserver with the request-header (aggregation) flags; extra
+// flags (the admission plugins a role disables) are appended.
+func KubeAPIServer(c Cluster, bin string, extra ...string) (Component, error) {
+	p := c.PKI()
+	pt := c.Ports()
+	tlsClient, err := p.TLSClient()
+	if err != nil {
+		return Component{}, err
 	}
-	kcm := Component{
+	args := []string{
+		"--etcd-servers=http://" + Loopback(pt.EtcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(pt.APIServer),
+		"--cert-dir=" + filepath.Join(p.Dir, "kube-apiserver"),
+		"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
+		"--client-ca-file=" + p.CACert,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + p.SAPub,
+		"--service-account-signing-key-file=" + p.SAKey,
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		"--allow-privileged=true",
+		// Request-header authentication, so components delegating authentication find a complete
+		// kube-system/extension-apiserver-authentication ConfigMap, and kube-aggregator can
+		// authenticate to an aggregated apiserver (Karmada's).
+		"--requestheader-client-ca-file=" + p.CACert,
+		"--requestheader-allowed-names=" + FrontProxyClientCN,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.ProxyCert,
+		"--proxy-client-key-file=" + p.ProxyKey,
+		// The "kubernetes" Endpoints may not hold a loopback address; nothing reaches the API
+		// server through the Service here, so do not reconcile it.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	}
+	return Component{
+		Name: "kube-apiserver", Binary: filepath.Join(bin, "kube-apiserver"), StartTimeout: 120 * time.Second,
+		Args:  append(args, extra...),
+		Ready: HTTPReady(tlsClient, "https://"+Loopback(pt.APIServer)+"/readyz", ""),
+	}, nil
+}
+
+// KubeControllerManager is the cluster's kube-controller-manager running controllers.
+func KubeControllerManager(c Cluster, bin string, controllers []string) (Component, error) {
+	p := c.PKI()
+	pt := c.Ports()
+	kc := c.Kubeconfig()
+	tlsClient, err := p.TLSClient()
+	if err != nil {
+		return Component{}, err
+	}
+	return Component{
 		Name: "kube-controller-manager", Binary: filepath.Join(bin, "kube-controller-manager"), StartTimeout: 60 * time.Second,
-		Args: append(append([]string{
+		Args: []string{
 			"--kubeconfig=" + kc,
-			"--controllers=" + strings.Join(controllerManagerControllers, ","),
+			"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--controllers=" + strings.Join(controllers, ","),
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(pt.ControllerManager),
 			"--cert-dir=" + filepath.Join(p.Dir, "kube-controller-manager"),
+			"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
 			"--leader-elect=false",
 			"--root-ca-file=" + p.CACert,
 			"--service-account-private-key-file=" + p.SAKey,
 			"--profiling=false",
-		}, serving...), delegated...),
+		},
 		Ready: HTTPReady(tlsClient, "https://"+Loopback(pt.ControllerManager)+"/healthz", ""),
+	}, nil
+}
+
+// KwokConfig is where WriteKwokConfig puts the cluster's kwok configuration; Kwok passes it with
+// --config when it exists.
+func (c Cluster) KwokConfig() string { return filepath.Join(c.Dir, "kwok", "kwok.yaml") }
+
+// Kwok is the cluster's kwok: it manages the nodes annotated KwokNodeAnnotation=KwokNodeValue.
+func Kwok(c Cluster, bin string) Component {
+	pt := c.Ports()
+	var config []string
+	if _, err := os.Stat(c.KwokConfig()); err == nil {
+		config = []string{"--config=" + c.KwokConfig()}
 	}
-	kwok := Component{
+	return Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
 		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml; with no config kwok uses its
 		// default stages (node-initialize, node-heartbeat, pod-ready, pod-complete, pod-delete).
 		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
-		Args: []string{
-			"--kubeconfig=" + kc,
+		Args: append([]string{
+			"--kubeconfig=" + c.Kubeconfig(),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
 			// Node and pod addresses are status strings only; keep them on loopback.
 			"--node-ip=127.0.0.1",
 			"--cidr=127.64.0.1/10",
 			"--server-address=" + Loopback(pt.Kwok),
-		},
+		}, config...),
 		Ready: HTTPReady(http.DefaultClient, "http://"+Loopback(pt.Kwok)+"/healthz", ""),
 	}
-	return []Stage{{etcd}, {apiserver}, {kcm, kwok}}, nil
 }
 
 // HyperbatchOptions tune hyperbatch's components.
@@ -154,10 +198,12 @@ type HyperbatchOptions struct {
 }
 
 // Hyperbatch is hyperbatch's own components for the cluster's role: the manager (webhooks in URL mode
-// on loopback, controllers, certificate rotator) and the scheduler (with c.SchedulerConfig(), which
-// WriteSchedulerConfig writes).
+// on loopback, controllers, certificate rotator) and, where pods run (standalone, member), the
+// scheduler (with c.SchedulerConfig(), which WriteSchedulerConfig writes). On a Karmada plane the
+// manager runs in control-plane mode: the HyperJob, lifecycle and WorkloadPolicy controllers, and
+// the HyperJob, VolcanoJob and PropagationPolicy webhooks registered on the Karmada apiserver.
 func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
-	if c.Role != RoleStandalone {
+	if c.Role != RoleStandalone && c.Role != RoleMember && c.Role != RoleKarmada {
 		return nil, fmt.Errorf("cluster %s: no hyperbatch components for role %q", c.Name, c.Role)
 	}
 	p := c.PKI()
@@ -187,6 +233,13 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 	}
 	if o.DiscoveryConfig != "" {
 		manager.Args = append(manager.Args, "--discovery-config="+o.DiscoveryConfig)
+	}
+	switch c.Role {
+	case RoleKarmada:
+		manager.Args = append(manager.Args, "--mode=control-plane")
+		return Stage{manager}, nil
+	case RoleMember:
+		manager.Args = append(manager.Args, "--mode=member")
 	}
 	scheduler := Component{
 		Name: "scheduler", Binary: filepath.Join(bin, "scheduler"), StartTimeout: 90 * time.Second,

@@ -39,6 +39,8 @@ type PKI struct {
 	VolcanoWebhookCert string
 	VolcanoWebhookKey  string
 	JobSetCertDir      string
+	// KarmadaWebhookCertDir holds karmada-webhook's tls.crt/tls.key (its --cert-dir).
+	KarmadaWebhookCertDir string
 }
 
 // NewPKI names the credential files of a cluster below dir (nothing is written).
@@ -51,7 +53,7 @@ func NewPKI(dir string) PKI {
 		ProxyCert: p("front-proxy-client.crt"), ProxyKey: p("front-proxy-client.key"),
 		SAKey: p("sa.key"), SAPub: p("sa.pub"),
 		VolcanoWebhookCert: p("volcano-webhook.crt"), VolcanoWebhookKey: p("volcano-webhook.key"),
-		JobSetCertDir: p("jobset-webhook"),
+		JobSetCertDir: p("jobset-webhook"), KarmadaWebhookCertDir: p("karmada-webhook"),
 	}
 }
 
@@ -91,8 +93,10 @@ func (p PKI) Generate() error {
 		NotAfter:    now.AddDate(1, 0, 0),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		// A Karmada plane's aggregated apiserver serves with this certificate too: kube-aggregator
+		// checks it for the APIService's <service>.<namespace>.svc.
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-			"kubernetes.default.svc.cluster.local"},
+			"kubernetes.default.svc.cluster.local", KarmadaAggregatedAPIServerService + "." + KarmadaSystemNamespace + ".svc"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	if err := issue(serving, caCert, caKey, p.ServingCert, p.ServingKey); err != nil {
@@ -125,6 +129,7 @@ func (p PKI) Generate() error {
 	for _, w := range []struct{ cn, cert, key string }{
 		{"volcano-admission-service", p.VolcanoWebhookCert, p.VolcanoWebhookKey},
 		{"jobset-webhook-service", filepath.Join(p.JobSetCertDir, "tls.crt"), filepath.Join(p.JobSetCertDir, "tls.key")},
+		{"karmada-webhook", filepath.Join(p.KarmadaWebhookCertDir, "tls.crt"), filepath.Join(p.KarmadaWebhookCertDir, "tls.key")},
 	} {
 		if err := os.MkdirAll(filepath.Dir(w.cert), 0o700); err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Dir(w.cert), err)

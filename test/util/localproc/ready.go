@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -33,6 +34,37 @@ func FreePort() (int, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePortBlock finds a base port from which n consecutive loopback ports are free (a cluster's
+// port block for tests: PortCount). The block lies below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), where outgoing connections cannot take its ports
+// between this check and the components binding them.
+func FreePortBlock(n int) (int, error) {
+	low := 32768
+	if raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(raw)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
+	const floor = 10000
+	if low-floor < 2*n {
+		return 0, fmt.Errorf("no room for %d ports below the ephemeral range (from %d)", n, low)
+	}
+	for range 100 {
+		base := floor + mrand.IntN((low-floor-n)/n)*n
+		free := true
+		for p := base; p < base+n && free; p++ {
+			busy, _ := PortBusy(p)
+			free = !busy
+		}
+		if free {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free loopback ports found between %d and %d in 100 tries", n, floor, low)
 }
 
 // FreePorts finds n free loopback ports.

@@ -1,4 +1,4 @@
-package karmadaplane
+package localproc
 
 import (
 	"os"
@@ -8,16 +8,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 // The binaries (hack/tools/karmada) and the API types the product compiles against (go.mod) must be
 // the same Karmada version: the plane's CRDs are read from the tool pin.
 func TestToolPinMatchesProduct(t *testing.T) {
-	tool, err := KarmadaVersion()
+	tool, err := KarmadaVersion(repoRoot(t))
 	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "go.mod"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "go.mod"))
 	require.NoError(t, err)
 	var product string
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -31,14 +29,14 @@ func TestToolPinMatchesProduct(t *testing.T) {
 // Every webhook path the plane registers is one karmada-webhook serves (its cmd/webhook/app in the
 // pinned module), and the CRDs come with the binding conversion pointed at /convert.
 func TestWebhooksAndCRDsMatchKarmada(t *testing.T) {
-	dir, err := KarmadaModuleDir()
+	dir, err := KarmadaModuleDir(repoRoot(t))
 	require.NoError(t, err)
 	src, err := os.ReadFile(filepath.Join(dir, "cmd", "webhook", "app", "webhook.go"))
 	require.NoError(t, err)
-	mwc, vwc := webhookConfigurations("https://127.0.0.1:1", []byte("ca"))
-	require.Len(t, mwc.Webhooks, len(mutatingWebhooks))
-	require.Len(t, vwc.Webhooks, len(validatingWebhooks))
-	for _, w := range append(append([]karmadaWebhook{}, mutatingWebhooks...), validatingWebhooks...) {
+	mwc, vwc := karmadaWebhookConfigurations("https://127.0.0.1:1", []byte("ca"))
+	require.Len(t, mwc.Webhooks, len(karmadaMutatingWebhooks))
+	require.Len(t, vwc.Webhooks, len(karmadaValidatingWebhooks))
+	for _, w := range append(append([]karmadaWebhook{}, karmadaMutatingWebhooks...), karmadaValidatingWebhooks...) {
 		assert.Contains(t, string(src), `hookServer.Register("`+w.path+`"`, "karmada-webhook serves %s (%s)", w.path, w.name)
 	}
 	assert.Contains(t, string(src), `hookServer.Register("/convert"`)
@@ -57,4 +55,12 @@ func TestWebhooksAndCRDsMatchKarmada(t *testing.T) {
 		"resourceinterpretercustomizations.config.karmada.io"} {
 		assert.True(t, names[want], "Karmada's CRDs include %s", want)
 	}
+}
+
+// repoRoot is the module's root: two directories above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	require.NoError(t, err)
+	return root
 }

@@ -1,4 +1,4 @@
-package karmadaplane
+package localproc
 
 import (
 	"encoding/json"
@@ -14,22 +14,20 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
-
-	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
 // KarmadaModule is the module the plane's binaries and CRDs come from.
 const KarmadaModule = "github.com/karmada-io/karmada"
 
-// toolsGoMod pins the Karmada binaries (hack/tools.sh karmada-*).
-func toolsGoMod() string {
-	return filepath.Join(framework.RepoRoot(), "hack", "tools", "karmada", "go.mod")
+// toolsGoMod pins the Karmada binaries (hack/tools.sh karmada-*) below the repository root.
+func toolsGoMod(root string) string {
+	return filepath.Join(root, "hack", "tools", "karmada", "go.mod")
 }
 
-// KarmadaVersion is the Karmada version hack/tools/karmada/go.mod pins, the one whose binaries
-// hack/tools.sh builds; the CRDs are read from the same version.
-func KarmadaVersion() (string, error) {
-	raw, err := os.ReadFile(toolsGoMod())
+// KarmadaVersion is the Karmada version hack/tools/karmada/go.mod (below the repository root) pins,
+// the one whose binaries hack/tools.sh builds; the CRDs are read from the same version.
+func KarmadaVersion(root string) (string, error) {
+	raw, err := os.ReadFile(toolsGoMod(root))
 	if err != nil {
 		return "", fmt.Errorf("reading the Karmada tool pins: %w", err)
 	}
@@ -39,25 +37,31 @@ func KarmadaVersion() (string, error) {
 			return f[1], nil
 		}
 	}
-	return "", fmt.Errorf("%s does not require %s: restore the karmada tool group (go get -tool %s/cmd/...)", toolsGoMod(), KarmadaModule, KarmadaModule)
+	return "", fmt.Errorf("%s does not require %s: restore the karmada tool group (go get -tool %s/cmd/...)", toolsGoMod(root), KarmadaModule, KarmadaModule)
 }
 
 // KarmadaModuleDir is the pinned Karmada module's directory in the Go module cache (downloaded when
 // missing).
-func KarmadaModuleDir() (string, error) {
-	version, err := KarmadaVersion()
+func KarmadaModuleDir(root string) (string, error) {
+	version, err := KarmadaVersion(root)
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "mod", "download", "-json", KarmadaModule+"@"+version)
-	cmd.Dir = filepath.Dir(toolsGoMod())
+	return moduleDir(filepath.Dir(toolsGoMod(root)), KarmadaModule, version)
+}
+
+// moduleDir is module@version's directory in the Go module cache, downloaded from dir (a tool
+// module that requires it) when missing.
+func moduleDir(dir, module, version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s@%s (check GOPROXY): %w", KarmadaModule, version, err)
+		return "", fmt.Errorf("go mod download %s@%s (check GOPROXY): %w", module, version, err)
 	}
 	var m struct{ Dir string }
 	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s gave no directory (%s)", KarmadaModule, version, out)
+		return "", fmt.Errorf("go mod download %s@%s gave no directory (%s)", module, version, out)
 	}
 	return m.Dir, nil
 }
@@ -116,8 +120,8 @@ func karmadaCRDs(moduleDir, webhookURL string, caBundle []byte) ([]*apiextension
 	return out, nil
 }
 
-// installCRDs creates crds and the CRDs of extraDirs and waits until all are served.
-func installCRDs(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, extraDirs []string) error {
+// installKarmadaCRDs creates crds and the CRDs of extraDirs and waits until all are served.
+func installKarmadaCRDs(cfg *rest.Config, crds []*apiextensionsv1.CustomResourceDefinition, extraDirs []string) error {
 	for _, d := range extraDirs {
 		if _, err := os.Stat(d); err != nil {
 			return fmt.Errorf("CRD directory %s is missing: run 'make crds' (upstream CRDs) or 'make generate' (ours): %w", d, err)

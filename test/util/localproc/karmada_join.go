@@ -1,4 +1,4 @@
-package karmadaplane
+package localproc
 
 import (
 	"context"
@@ -22,14 +22,15 @@ import (
 // memberTokenTTL is how long the token Karmada uses for a member lasts.
 const memberTokenTTL = 30 * 24 * time.Hour
 
-// Join registers a member cluster with the plane in Push mode, as `karmadactl join` does: in the
+// JoinMember registers a member cluster with a Karmada plane in Push mode, as `karmadactl join` does: in the
 // member, a ServiceAccount karmada-<name> in karmada-cluster bound to a ClusterRole that allows
 // everything (Karmada applies any kind and impersonates users for its cluster proxy) and a token for
 // it; in the plane, the Secret karmada-cluster/<name> (token, caBundle), the impersonator Secret
 // karmada-cluster/<name>-impersonator (token) and the Cluster <name> (syncMode Push, apiEndpoint,
 // secretRef, impersonatorSecretRef, and the member's kube-system UID as id). member must be an
-// administrator's config of the member; a name or member already joined is refused.
-func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) error {
+// administrator's config of the member, plane a client of the Karmada apiserver; a name or member
+// already joined is refused.
+func JoinMember(ctx context.Context, plane client.Client, name string, member *rest.Config) error {
 	cs, err := kubernetes.NewForConfig(member)
 	if err != nil {
 		return fmt.Errorf("join %s: client for the member: %w", name, err)
@@ -41,7 +42,7 @@ func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) erro
 	}
 	id := string(ks.UID)
 	var clusters clusterv1alpha1.ClusterList
-	if err := p.Client.List(ctx, &clusters); err != nil {
+	if err := plane.List(ctx, &clusters); err != nil {
 		return fmt.Errorf("join %s: listing the plane's Clusters: %w", name, err)
 	}
 	for _, c := range clusters.Items {
@@ -53,12 +54,12 @@ func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) erro
 	role := "karmada-controller-manager:" + sa
 	for _, create := range []func() error{
 		func() error {
-			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ClusterNamespace}}, metav1.CreateOptions{})
+			_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KarmadaClusterNamespace}}, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
-			_, err := cs.CoreV1().ServiceAccounts(ClusterNamespace).Create(ctx,
-				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: sa}}, metav1.CreateOptions{})
+			_, err := cs.CoreV1().ServiceAccounts(KarmadaClusterNamespace).Create(ctx,
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: KarmadaClusterNamespace, Name: sa}}, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
@@ -75,33 +76,33 @@ func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) erro
 			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: role},
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ClusterNamespace, Name: sa}},
+				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: KarmadaClusterNamespace, Name: sa}},
 			}, metav1.CreateOptions{})
 			return err
 		},
 	} {
 		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("join %s: preparing the member's ServiceAccount %s/%s: %w", name, ClusterNamespace, sa, err)
+			return fmt.Errorf("join %s: preparing the member's ServiceAccount %s/%s: %w", name, KarmadaClusterNamespace, sa, err)
 		}
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+	tr, err := cs.CoreV1().ServiceAccounts(KarmadaClusterNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(memberTokenTTL.Seconds()))},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("join %s: requesting a token for %s/%s in the member: %w", name, ClusterNamespace, sa, err)
+		return fmt.Errorf("join %s: requesting a token for %s/%s in the member: %w", name, KarmadaClusterNamespace, sa, err)
 	}
 	caBundle := member.CAData
 	if len(caBundle) == 0 {
 		return fmt.Errorf("join %s: the member's config has no CA data (CAData); Karmada needs the member's CA as caBundle", name)
 	}
 	secrets := []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: name},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: KarmadaClusterNamespace, Name: name},
 			Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte(tr.Status.Token), clusterv1alpha1.SecretCADataKey: caBundle}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: ClusterNamespace, Name: name + "-impersonator"},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: KarmadaClusterNamespace, Name: name + "-impersonator"},
 			Data: map[string][]byte{clusterv1alpha1.SecretTokenKey: []byte(tr.Status.Token)}},
 	}
 	for _, s := range secrets {
-		if err := p.Client.Create(ctx, s); err != nil {
+		if err := plane.Create(ctx, s); err != nil {
 			return fmt.Errorf("join %s: creating Secret %s/%s on the Karmada apiserver: %w", name, s.Namespace, s.Name, err)
 		}
 	}
@@ -111,23 +112,24 @@ func (p *Plane) Join(ctx context.Context, name string, member *rest.Config) erro
 			ID:                    id,
 			SyncMode:              clusterv1alpha1.Push,
 			APIEndpoint:           member.Host,
-			SecretRef:             &clusterv1alpha1.LocalSecretReference{Namespace: ClusterNamespace, Name: name},
-			ImpersonatorSecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: ClusterNamespace, Name: name + "-impersonator"},
+			SecretRef:             &clusterv1alpha1.LocalSecretReference{Namespace: KarmadaClusterNamespace, Name: name},
+			ImpersonatorSecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: KarmadaClusterNamespace, Name: name + "-impersonator"},
 		},
 	}
-	if err := p.Client.Create(ctx, cluster); err != nil {
+	if err := plane.Create(ctx, cluster); err != nil {
 		return fmt.Errorf("join %s: creating Cluster %s on the Karmada apiserver: %w", name, name, err)
 	}
 	return nil
 }
 
-// WaitClusterReady waits until Cluster name reports Ready=True (Karmada's cluster-status controller
-// reached the member's /readyz with the joined credentials) and returns it.
-func (p *Plane) WaitClusterReady(ctx context.Context, name string, timeout time.Duration) (*clusterv1alpha1.Cluster, error) {
+// WaitClusterReady waits until Cluster name reports Ready=True on the Karmada apiserver plane
+// (Karmada's cluster-status controller reached the member's /readyz with the joined credentials) and
+// returns it.
+func WaitClusterReady(ctx context.Context, plane client.Client, name string, timeout time.Duration) (*clusterv1alpha1.Cluster, error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if err := p.Client.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
+		if err := plane.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
 			last = err.Error()
 			return false, nil //nolint:nilerr // keep polling; the last error is reported on timeout
 		}

@@ -1,4 +1,4 @@
-package karmadaplane
+package localproc
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Names of the webhook configurations the plane registers for karmada-webhook (Karmada's own
+// Names of the webhook configurations a Karmada plane registers for karmada-webhook (Karmada's own
 // deployment names them the same: artifacts/deploy/webhook-configuration.yaml).
 const (
-	MutatingWebhookConfiguration   = "mutating-config"
-	ValidatingWebhookConfiguration = "validating-config"
+	KarmadaMutatingWebhookConfiguration   = "mutating-config"
+	KarmadaValidatingWebhookConfiguration = "validating-config"
 )
 
 // karmadaWebhook is one admission webhook karmada-webhook serves.
@@ -33,28 +33,26 @@ type karmadaWebhook struct {
 }
 
 var (
-	createUpdate = []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
-	createOnly   = []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
-	namespaced   = admissionregistrationv1.NamespacedScope
-	clusterWide  = admissionregistrationv1.ClusterScope
+	namespaced  = admissionregistrationv1.NamespacedScope
+	clusterWide = admissionregistrationv1.ClusterScope
 )
 
-// mutatingWebhooks and validatingWebhooks are the webhooks of Karmada v1.16.0's deployment
+// karmadaMutatingWebhooks and karmadaValidatingWebhooks are the webhooks of Karmada v1.16.0's deployment
 // (artifacts/deploy/webhook-configuration.yaml; the handlers are registered in cmd/webhook/app). The
 // PropagationPolicy mutation matters most here: it stamps the permanent-id label the validation and
 // Karmada's controllers require.
-var mutatingWebhooks = []karmadaWebhook{
+var karmadaMutatingWebhooks = []karmadaWebhook{
 	{name: "propagationpolicy.karmada.io", path: "/mutate-propagationpolicy", group: "policy.karmada.io", resources: []string{"propagationpolicies"}, ops: createUpdate, scope: namespaced},
 	{name: "clusterpropagationpolicy.karmada.io", path: "/mutate-clusterpropagationpolicy", group: "policy.karmada.io", resources: []string{"clusterpropagationpolicies"}, ops: createUpdate, scope: clusterWide},
 	{name: "overridepolicy.karmada.io", path: "/mutate-overridepolicy", group: "policy.karmada.io", resources: []string{"overridepolicies"}, ops: createUpdate, scope: namespaced},
-	{name: "resourcebinding.karmada.io", path: "/mutate-resourcebinding", group: "work.karmada.io", resources: []string{"resourcebindings"}, ops: createOnly, scope: namespaced},
-	{name: "clusterresourcebinding.karmada.io", path: "/mutate-clusterresourcebinding", group: "work.karmada.io", resources: []string{"clusterresourcebindings"}, ops: createOnly, scope: clusterWide},
+	{name: "resourcebinding.karmada.io", path: "/mutate-resourcebinding", group: "work.karmada.io", resources: []string{"resourcebindings"}, ops: create, scope: namespaced},
+	{name: "clusterresourcebinding.karmada.io", path: "/mutate-clusterresourcebinding", group: "work.karmada.io", resources: []string{"clusterresourcebindings"}, ops: create, scope: clusterWide},
 	{name: "work.karmada.io", path: "/mutate-work", group: "work.karmada.io", resources: []string{"works"}, ops: createUpdate, scope: namespaced},
 	{name: "autoscaling.karmada.io", path: "/mutate-federatedhpa", group: "autoscaling.karmada.io", resources: []string{"federatedhpas"}, ops: createUpdate, scope: namespaced},
 	{name: "multiclusterservice.karmada.io", path: "/mutate-multiclusterservice", group: "networking.karmada.io", resources: []string{"multiclusterservices"}, ops: createUpdate, scope: namespaced},
 }
 
-var validatingWebhooks = []karmadaWebhook{
+var karmadaValidatingWebhooks = []karmadaWebhook{
 	{name: "propagationpolicy.karmada.io", path: "/validate-propagationpolicy", group: "policy.karmada.io", resources: []string{"propagationpolicies"}, ops: createUpdate, scope: namespaced},
 	{name: "clusterpropagationpolicy.karmada.io", path: "/validate-clusterpropagationpolicy", group: "policy.karmada.io", resources: []string{"clusterpropagationpolicies"}, ops: createUpdate, scope: clusterWide},
 	{name: "overridepolicy.karmada.io", path: "/validate-overridepolicy", group: "policy.karmada.io", resources: []string{"overridepolicies"}, ops: createUpdate, scope: namespaced},
@@ -95,19 +93,19 @@ func (w karmadaWebhook) parts(baseURL string, caBundle []byte) (admissionregistr
 	return admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle}, rules, sel, &se, &timeout
 }
 
-// webhookConfigurations are karmada-webhook's configurations in URL mode: baseURL is where it serves
+// karmadaWebhookConfigurations are karmada-webhook's configurations in URL mode: baseURL is where it serves
 // (https://127.0.0.1:<port>), caBundle the CA that signed its serving certificate.
-func webhookConfigurations(baseURL string, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+func karmadaWebhookConfigurations(baseURL string, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	fail := admissionregistrationv1.Fail
 	labels := map[string]string{"app": "karmada-webhook"}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: MutatingWebhookConfiguration, Labels: labels}}
-	for _, w := range mutatingWebhooks {
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: KarmadaMutatingWebhookConfiguration, Labels: labels}}
+	for _, w := range karmadaMutatingWebhooks {
 		cc, rules, sel, se, timeout := w.parts(baseURL, caBundle)
 		mwc.Webhooks = append(mwc.Webhooks, admissionregistrationv1.MutatingWebhook{Name: w.name, ClientConfig: cc, Rules: rules,
 			ObjectSelector: sel, FailurePolicy: &fail, SideEffects: se, TimeoutSeconds: timeout, AdmissionReviewVersions: []string{"v1"}})
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ValidatingWebhookConfiguration, Labels: labels}}
-	for _, w := range validatingWebhooks {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: KarmadaValidatingWebhookConfiguration, Labels: labels}}
+	for _, w := range karmadaValidatingWebhooks {
 		cc, rules, sel, se, timeout := w.parts(baseURL, caBundle)
 		vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{Name: w.name, ClientConfig: cc, Rules: rules,
 			ObjectSelector: sel, FailurePolicy: &fail, SideEffects: se, TimeoutSeconds: timeout, AdmissionReviewVersions: []string{"v1"}})
@@ -115,9 +113,9 @@ func webhookConfigurations(baseURL string, caBundle []byte) (*admissionregistrat
 	return mwc, vwc
 }
 
-// registerWebhooks creates karmada-webhook's configurations.
-func registerWebhooks(ctx context.Context, c client.Client, baseURL string, caBundle []byte) error {
-	mwc, vwc := webhookConfigurations(baseURL, caBundle)
+// registerKarmadaWebhooks creates karmada-webhook's configurations.
+func registerKarmadaWebhooks(ctx context.Context, c client.Client, baseURL string, caBundle []byte) error {
+	mwc, vwc := karmadaWebhookConfigurations(baseURL, caBundle)
 	if err := c.Create(ctx, mwc); err != nil {
 		return fmt.Errorf("registering karmada-webhook's MutatingWebhookConfiguration %s: %w", mwc.Name, err)
 	}

@@ -1,0 +1,148 @@
+package hyperjob
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
+)
+
+// A member cluster lost: Karmada has no failover for a Volcano Job that hyperbatch could rely on,
+// and hyperbatch invents none. It reports the loss: the condition below names every child whose
+// member Karmada reports not Ready, with an Event when it appears; it clears when the members are
+// Ready again. What the user does next is in docs/multicluster.md ("A member lost").
+
+// ConditionMemberClusterLost is True while a child of the HyperJob is bound to a member cluster
+// whose Karmada Cluster is not Ready (False or Unknown).
+const ConditionMemberClusterLost = "MemberClusterLost"
+
+// Reasons of ConditionMemberClusterLost (and the Event when it turns True).
+const (
+	ReasonMemberNotReady = "MemberClusterNotReady"
+	ReasonMembersReady   = "MemberClustersReady"
+)
+
+// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
+
+// watchClusters makes the controller look again at the HyperJobs when a member cluster's Ready
+// condition changes (not on Karmada's periodic status refreshes), where the Cluster kind is served.
+func (r *Reconciler) watchClusters(mgr ctrl.Manager, bld *builder.Builder) (*builder.Builder, error) {
+	gvk := clusterv1alpha1.SchemeGroupVersion.WithKind("Cluster")
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return bld, nil
+		}
+		return nil, fmt.Errorf("looking up Karmada's Cluster kind: %w", err)
+	}
+	r.watchMembers = true
+	readyChanged := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
+			n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
+			return !ok1 || !ok2 || clusterReady(o) != clusterReady(n)
+		},
+	}
+	return bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allHyperJobs), builder.WithPredicates(readyChanged)), nil
+}
+
+// clusterReady reports whether Karmada's Ready condition of the Cluster is True.
+func clusterReady(c *clusterv1alpha1.Cluster) bool {
+	return apimeta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+}
+
+// lostChildren maps each existing child bound to a member cluster that is not Ready to that member.
+func (r *Reconciler) lostChildren(ctx context.Context, hj *trainingv1alpha1.HyperJob, jobs map[string]*batchv1alpha1.Job) (map[string]string, error) {
+	if !r.watchMembers || len(jobs) == 0 {
+		return nil, nil
+	}
+	var rbs workv1alpha2.ResourceBindingList
+	if err := r.client.List(ctx, &rbs, client.InNamespace(hj.Namespace)); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, fmt.Errorf("listing ResourceBindings: %w", err)
+	}
+	var clusters clusterv1alpha1.ClusterList
+	if err := r.client.List(ctx, &clusters); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, fmt.Errorf("listing Karmada Clusters: %w", err)
+	}
+	ready := map[string]bool{}
+	for i := range clusters.Items {
+		ready[clusters.Items[i].Name] = clusterReady(&clusters.Items[i])
+	}
+	lost := map[string]string{}
+	bindings := bindingsByChild(rbs.Items)
+	for name := range jobs {
+		rb := bindings[name]
+		if rb == nil {
+			continue
+		}
+		for _, tc := range rb.Spec.Clusters {
+			if !ready[tc.Name] {
+				lost[name] = tc.Name
+			}
+		}
+	}
+	return lost, nil
+}
+
+// setMemberLost records lost (child → member) in the status: True with the children and members
+// named, or False once none is lost (only when the condition was set before). It reports the
+// condition when it newly turned True, for an Event. A finished HyperJob's status is left alone.
+func setMemberLost(hj *trainingv1alpha1.HyperJob, st *trainingv1alpha1.HyperJobStatus, lost map[string]string) *metav1.Condition {
+	if hyperjobstatus.IsFinished(st) {
+		return nil
+	}
+	prev := apimeta.FindStatusCondition(st.Conditions, ConditionMemberClusterLost)
+	if len(lost) == 0 {
+		if prev != nil && prev.Status != metav1.ConditionFalse {
+			apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionMemberClusterLost, Status: metav1.ConditionFalse,
+				Reason: ReasonMembersReady, Message: "every child's member cluster is Ready", ObservedGeneration: hj.Generation})
+		}
+		return nil
+	}
+	byMember := map[string][]string{}
+	for child, m := range lost {
+		byMember[m] = append(byMember[m], child)
+	}
+	var parts []string
+	for m, cs := range byMember {
+		sort.Strings(cs)
+		parts = append(parts, fmt.Sprintf("%s (%s)", m, strings.Join(cs, ", ")))
+	}
+	sort.Strings(parts)
+	c := metav1.Condition{Type: ConditionMemberClusterLost, Status: metav1.ConditionTrue, Reason: ReasonMemberNotReady, ObservedGeneration: hj.Generation,
+		Message: fmt.Sprintf("%d of the children run on member clusters Karmada reports not Ready: %s. Their state above is the last one Karmada reflected; "+
+			"Karmada moves none of them. If the member does not come back, unjoin it and delete and resubmit the HyperJob", len(lost), strings.Join(parts, "; "))}
+	apimeta.SetStatusCondition(&st.Conditions, c)
+	if prev == nil || prev.Status != metav1.ConditionTrue {
+		return &c
+	}
+	return nil
+}
+
+// eventForMemberLost emits the Warning Event of a newly lost member.
+func (r *Reconciler) eventForMemberLost(hj *trainingv1alpha1.HyperJob, c *metav1.Condition) {
+	if c != nil {
+		r.recorder.Event(hj, corev1.EventTypeWarning, c.Reason, c.Message)
+	}
+}
