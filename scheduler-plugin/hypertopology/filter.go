@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	corev1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
 
 // Filter keeps the pod inside its gang's domain (PreFilterResult already does for the normal path;

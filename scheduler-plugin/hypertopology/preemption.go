@@ -96,7 +96,7 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, spec *gang.Spec) 
 		return fmt.Sprintf("gang %s cannot preempt: %v", spec.Key, err), false
 	}
 	members := p.members(spec.Key)
-	units, skipped := p.victimUnits(spec, prio, nodes, now)
+	units, skipped := p.victimUnits(spec, prio, nodes)
 	var res *preempt.Result
 	var why string
 	p.tree.Read(func(t topology.Tree) {
@@ -172,7 +172,7 @@ func (p *Plugin) preemptRequest(t topology.Tree, pod *corev1.Pod, spec *gang.Spe
 // victimUnits lists the units the gang may evict: whole gangs and lone pods bound to a node, of
 // lower priority, not being deleted, and (for gangs of another queue) in a reclaimable queue. The
 // string says what was left out for the queue rule, for the message when nothing can be cleared.
-func (p *Plugin) victimUnits(spec *gang.Spec, prio int32, nodes []fwk.NodeInfo, now time.Time) ([]*preempt.Unit, string) {
+func (p *Plugin) victimUnits(spec *gang.Spec, prio int32, nodes []fwk.NodeInfo) ([]*preempt.Unit, string) {
 	gangs := map[gang.Key]bool{}
 	var units []*preempt.Unit
 	var notReclaimable []string

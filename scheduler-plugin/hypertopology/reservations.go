@@ -179,13 +179,11 @@ func (r *reservations) setHold(key gang.Key, h *hold) {
 	r.holds[key] = h
 }
 
-// dropHold forgets the gang's hold (it bound, its PodGroup is gone); it reports whether there was one.
-func (r *reservations) dropHold(key gang.Key) bool {
+// dropHold forgets the gang's hold (it bound, its PodGroup is gone).
+func (r *reservations) dropHold(key gang.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.holds[key]
 	delete(r.holds, key)
-	return ok
 }
 
 // holdOf returns the gang's unexpired hold, nil for none (an expired one is dropped).

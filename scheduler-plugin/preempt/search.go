@@ -25,7 +25,8 @@ type search struct {
 	usable  []bool    // eligible and not held
 	nodeSet []string  // node names by index
 
-	units []*unit
+	units   []*unit
+	unitsOn [][]*unit // per node index, the units with a pod there
 
 	maxCand, budget int
 	domains         int
@@ -37,6 +38,7 @@ type unit struct {
 	*Unit
 	freed map[int][]int64 // node index → resources freed (last entry: pod count)
 	cost  Cost            // cost of this unit alone (PDB, pods, run time)
+	stamp int             // the last domain that listed it (dedup)
 }
 
 func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request) *search {
@@ -136,6 +138,12 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 			s.units = append(s.units, x)
 		}
 	}
+	s.unitsOn = make([][]*unit, len(s.nodeSet))
+	for _, u := range s.units {
+		for idx := range u.freed {
+			s.unitsOn[idx] = append(s.unitsOn[idx], u)
+		}
+	}
 	return s
 }
 
@@ -186,7 +194,6 @@ type dom struct {
 func (s *search) bestIn(hs []*topology.HyperNode) *Result {
 	var feasible []*dom
 	for _, h := range hs {
-		s.domains++
 		d := s.domain(h)
 		if !d.fits(s, d.units) {
 			continue
@@ -257,9 +264,16 @@ func (s *search) domain(h *topology.HyperNode) *dom {
 	if s.floor != nil {
 		d.agg = make([]int64, len(s.names))
 	}
+	s.domains++ // also the dedup stamp of this domain's units
 	visit := func(idx int) {
 		if !s.usable[idx] {
 			return
+		}
+		for _, u := range s.unitsOn[idx] {
+			if u.stamp != s.domains {
+				u.stamp = s.domains
+				d.units = append(d.units, u)
+			}
 		}
 		d.base += s.slots(s.free[idx], s.pods[idx])
 		for j := range d.agg {
@@ -276,14 +290,6 @@ func (s *search) domain(h *topology.HyperNode) *dom {
 				visit(idx)
 			}
 		})
-	}
-	for _, u := range s.units {
-		for idx := range u.freed {
-			if d.in(idx) {
-				d.units = append(d.units, u)
-				break
-			}
-		}
 	}
 	// Most expensive first: the greedy drops them first and the exact search decides them first.
 	sort.SliceStable(d.units, func(i, j int) bool {
@@ -351,25 +357,105 @@ func (d *dom) fits(s *search, set []*unit) bool {
 }
 
 // greedy starts from every candidate and drops the most expensive ones while the gang still fits:
-// a set minimal by inclusion, the upper bound of the exact search.
+// a set minimal by inclusion, the upper bound of the exact search. It keeps running totals, so it
+// costs O(the candidates' pods).
 func (d *dom) greedy(s *search) []*unit {
-	keep := append([]*unit(nil), d.units...)
-	for i := 0; i < len(keep); {
-		trial := append(append([]*unit(nil), keep[:i]...), keep[i+1:]...)
-		if d.fits(s, trial) {
-			keep = trial
+	k := len(s.names)
+	extra := map[int][]int64{}
+	agg := append([]int64(nil), d.agg...)
+	for _, u := range d.units {
+		for idx, f := range u.freed {
+			if !d.in(idx) {
+				continue
+			}
+			e := extra[idx]
+			if e == nil {
+				e = make([]int64, k+1)
+				extra[idx] = e
+			}
+			for j := range f {
+				e[j] += f[j]
+			}
+			for j := range agg {
+				agg[j] += f[j]
+			}
+		}
+	}
+	slotsWith := func(idx int, e []int64, sign int64, f []int64) int64 {
+		buf := make([]int64, k)
+		for j := range buf {
+			buf[j] = s.free[idx][j] + e[j]
+			if f != nil {
+				buf[j] += sign * f[j]
+			}
+		}
+		pods := s.pods[idx] + e[k]
+		if f != nil {
+			pods += sign * f[k]
+		}
+		return s.slots(buf, pods)
+	}
+	total := d.base
+	for idx, e := range extra {
+		total += slotsWith(idx, e, 0, nil) - s.slots(s.free[idx], s.pods[idx])
+	}
+	var keep []*unit
+	for _, u := range d.units {
+		delta := int64(0)
+		ok := true
+		for idx, f := range u.freed {
+			if d.in(idx) {
+				delta += slotsWith(idx, extra[idx], -1, f) - slotsWith(idx, extra[idx], 0, nil)
+			}
+		}
+		if total+delta < s.need {
+			ok = false
+		}
+		if ok && agg != nil {
+			for j := range agg {
+				var sub int64
+				for idx, f := range u.freed {
+					if d.in(idx) {
+						sub += f[j]
+					}
+				}
+				if agg[j]-sub < s.floor[j] {
+					ok = false
+				}
+			}
+		}
+		if !ok {
+			keep = append(keep, u)
 			continue
 		}
-		i++
+		total += delta
+		for idx, f := range u.freed {
+			if !d.in(idx) {
+				continue
+			}
+			for j := range f {
+				extra[idx][j] -= f[j]
+			}
+			for j := range agg {
+				agg[j] -= f[j]
+			}
+		}
 	}
 	return keep
 }
+
+// exactLimit is the most candidate victims a domain may have for the exact search; beyond it the
+// greedy set stands (Result.Exact false).
+const exactLimit = 48
 
 // branchAndBound improves d.best to the least-cost set, deciding units most expensive first
 // (leave it, then evict it). A branch stops when its cost is no less than the best (costs only grow
 // as units are added), when even evicting every undecided unit does not make room, or when the
 // set already makes room. It reports false when the budget ran out first.
 func (d *dom) branchAndBound(s *search) bool {
+	if len(d.units) > exactLimit {
+		return false
+	}
 	visits := 0
 	exact := true
 	var chosen []*unit

@@ -405,6 +405,7 @@ func waitPodEvent(t *testing.T, ns, gangName, reason string, fragments ...string
 	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			t.Logf("listing events in %s (will retry): %v", ns, err)
 			return false, nil
 		}
 		for _, e := range l.Items {
