@@ -287,3 +287,51 @@ func TestCostOrder(t *testing.T) {
 		t.Fatal("younger victims must cost less")
 	}
 }
+
+// TestChoosePrefersDomainsWithoutPDBViolations: a leaf whose single victim is under a budget
+// loses to a leaf that needs two victims but violates none; with no other way the violating leaf
+// is chosen and the violation is in the cost.
+func TestChoosePrefersDomainsWithoutPDBViolations(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := &instance{cache: topology.NewCache(), leaves: 2, leafOf: map[string]int{}, used: map[string]int{}}
+	for l := 0; l < 2; l++ {
+		var ms []topologyv1alpha1.MemberSpec
+		for i := 0; i < 8; i++ {
+			n := fmt.Sprintf("n%d-%d", l, i)
+			in.nodes = append(in.nodes, n)
+			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			ms = append(ms, member(topologyv1alpha1.MemberTypeNode, n))
+			in.used[n] = nodeCPU
+		}
+		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
+			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
+	}
+	// leaf-0: one gang of 32 pods under a budget; leaf-1: two gangs of 16.
+	mk := func(key string, nodes []string, pdb bool) *Unit {
+		u := &Unit{Key: key, Gang: true}
+		for i := 0; i < 4*len(nodes); i++ {
+			n := nodes[i/4]
+			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key, i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: n,
+				Requests: cpu(podCPU), Started: now.Add(-time.Minute), ViolatesPDB: pdb})
+		}
+		return u
+	}
+	guarded := mk("ns/guarded", in.nodes[:8], true)
+	in.units = []*Unit{guarded, mk("ns/a", in.nodes[8:12], false), mk("ns/b", in.nodes[12:16], false)}
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 1}, Now: now}
+	for p := 0; p < 32; p++ {
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	var got *Result
+	var err error
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units, req) })
+	if err != nil || got.HyperNode != "leaf-1" || got.Cost.PDBViolations != 0 || len(got.Victims) != 2 {
+		t.Fatalf("got %+v, %v; want leaf-1 with 2 victims and no violation", got, err)
+	}
+	// Only the guarded leaf is left: it is cleared, and the violations are reported in the cost.
+	// (leaf-1's pods stay on its nodes but are not listed as victims: nobody may evict them.)
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units[:1], req) })
+	if err != nil || got.HyperNode != "leaf-0" || got.Cost.PDBViolations != 32 {
+		t.Fatalf("got %+v, %v; want leaf-0 with 32 violations", got, err)
+	}
+}

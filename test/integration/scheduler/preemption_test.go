@@ -14,6 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
@@ -417,5 +420,66 @@ func waitPodEvent(t *testing.T, ns, gangName, reason string, fragments ...string
 	})
 	if err != nil {
 		t.Fatalf("no %s Event on a pod of %s with %q", reason, gangName, fragments)
+	}
+}
+
+// TestGangPreemptionRespectsQueuesAndPolicy: a gang of a non-reclaimable queue is not taken by
+// another queue's gang, and a gang whose pods say preemptionPolicy Never does not preempt; both
+// wait with their reason and nothing is evicted. A gang of the victim's own queue then may preempt.
+func TestGangPreemptionRespectsQueuesAndPolicy(t *testing.T) {
+	dumpLogOnFailure(t)
+	priorityClasses(t)
+	ctx := ctxFor(t, 30*time.Second)
+	never := builders.PriorityClass("hb-preempt-never", 1000)
+	never.PreemptionPolicy = ptr.To(corev1.PreemptNever)
+	if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, never, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create PriorityClass: %v", err)
+	}
+	for _, q := range []*schedulingv1beta1.Queue{builders.MakeQueue("pq-locked").Reclaimable(false).Obj(), builders.MakeQueue("pq-other").Obj()} {
+		if err := env.Client.Create(ctx, q); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create Queue %s: %v", q.Name, err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
+	}
+	const test = "pqueue"
+	ns := namespace(t, "t-pqueue")
+	buildTree(t, test, 1, 4) // one rack of 32 GPUs
+	queuedGang := func(name, queue, class string, n int) {
+		pg := builders.MakePodGroup(ns, name).MinMember(int32(n)).Queue(queue).NetworkTopology(hardTier(1)).Obj()
+		if err := env.Client.Create(ctx, pg); err != nil {
+			t.Fatalf("create PodGroup %s: %v", name, err)
+		}
+		pods := gangPods(test, ns, name, n)
+		for _, p := range pods {
+			p.Spec.PriorityClassName = class
+		}
+		createPods(t, pods...)
+	}
+	queuedGang("locked", "pq-locked", lowPriority, 32)
+	waitBound(t, ns, "locked", 32, 60*time.Second)
+	del := watchDeletions(t, ns)
+
+	queuedGang("other", "pq-other", highPriority, 32)
+	waitPodMessage(t, ns, "other", "cannot preempt", "gang "+ns+"/locked (queue pq-locked is not reclaimable)")
+	queuedGang("polite", "pq-locked", "hb-preempt-never", 32)
+	waitPodMessage(t, ns, "polite", "does not preempt", "preemptionPolicy is Never")
+	if d := del.snapshot(); len(d) != 0 {
+		t.Fatalf("pods evicted although no preemption was allowed: %d", len(d))
+	}
+	if b := bound(placements(t, ns, "locked")); b != 32 {
+		t.Fatalf("gang locked has %d of 32 pods bound", b)
+	}
+	// The same queue may take it (Volcano's preempt within a queue).
+	deletePods(t, ns, "other")
+	queuedGang("mate", "pq-locked", highPriority, 32)
+	waitBound(t, ns, "mate", 32, 120*time.Second)
+	evicted := map[string]int{}
+	for name := range del.settled(t, ns) {
+		if g := gangOfPod(name); g != "other" { // other's pods were deleted by the test
+			evicted[g]++
+		}
+	}
+	if len(evicted) != 1 || evicted["locked"] != 32 {
+		t.Fatalf("evicted for the same-queue gang (gang: pods): %v, want the 32 of locked", evicted)
 	}
 }
