@@ -91,7 +91,7 @@ func BenchmarkPreemptionChoice(b *testing.B) {
 	}
 	for _, tc := range cases {
 		req := preempt.Request{Pods: repeat(tc.pods, worker(tc.gpus)), Topology: true,
-			Limit: gang.Limit{Hard: true, Tier: tc.tier, Describe: fmt.Sprintf("highestTierAllowed %d", tc.tier)},
+			Limit:                gang.Limit{Hard: true, Tier: tc.tier, Describe: fmt.Sprintf("highestTierAllowed %d", tc.tier)},
 			MaxCandidatesPerTier: 64, Budget: 4096, Now: time.Now()}
 		b.Run(tc.name, func(b *testing.B) {
 			var r *preempt.Result

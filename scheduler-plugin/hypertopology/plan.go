@@ -106,7 +106,7 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 		req.Eligible = eligibleFor(pod)
 	}
 	// Nodes another gang's preemption holds are not this gang's to use (unless it outranks it).
-	if held, _ := p.res.heldAgainst(spec.Key, corev1helpers.PodPriority(pod), time.Now()); held.Len() > 0 {
+	if held := p.res.heldAgainst(spec.Key, corev1helpers.PodPriority(pod), time.Now()); held.Len() > 0 {
 		req.Eligible = heldEligible(req.Eligible, held)
 	}
 	c, err := domain.Choose(t, nodes, req)

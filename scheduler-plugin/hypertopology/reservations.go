@@ -200,22 +200,17 @@ func (r *reservations) holdOf(key gang.Key, now time.Time) *hold {
 
 // heldAgainst returns the nodes other gangs' unexpired holds keep from a pod of gang key (zero Key
 // for a pod without a gang) with priority prio: those of holders of equal or higher priority.
-func (r *reservations) heldAgainst(key gang.Key, prio int32, now time.Time) (sets.Set[string], string) {
+func (r *reservations) heldAgainst(key gang.Key, prio int32, now time.Time) sets.Set[string] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out sets.Set[string]
-	holder := ""
 	for k, h := range r.holds {
 		if k == key || now.After(h.expires) || h.priority < prio {
 			continue
 		}
-		if out == nil {
-			out = sets.New[string]()
-			holder = k.String()
-		}
 		out = out.Union(h.nodes)
 	}
-	return out, holder
+	return out
 }
 
 // holderOf names the gang whose unexpired hold keeps node from a pod of gang key with priority

@@ -55,7 +55,7 @@ func TestReservationsHolds(t *testing.T) {
 	if got := r.holderOf("n3", other, 0, now); got != "" {
 		t.Fatalf("node outside the hold is held by %q", got)
 	}
-	if held, _ := r.heldAgainst(other, 50, now); !held.Equal(sets.New("n1", "n2")) {
+	if held := r.heldAgainst(other, 50, now); !held.Equal(sets.New("n1", "n2")) {
 		t.Fatalf("heldAgainst = %v", held)
 	}
 	if !r.allHeld(other, now).Has("n2") || r.allHeld(holder, now).Len() != 0 {
