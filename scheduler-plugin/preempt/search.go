@@ -82,22 +82,10 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 		}
 		s.byName[n.Name] = i
 		s.nodeSet = append(s.nodeSet, n.Name)
-		alloc, used := ni.GetAllocatable(), ni.GetRequested()
 		f := make([]int64, k)
-		for j, name := range s.names {
-			switch name {
-			case corev1.ResourceCPU:
-				f[j] = alloc.GetMilliCPU() - used.GetMilliCPU()
-			case corev1.ResourceMemory:
-				f[j] = alloc.GetMemory() - used.GetMemory()
-			case corev1.ResourceEphemeralStorage:
-				f[j] = alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
-			default:
-				f[j] = alloc.GetScalarResources()[name] - used.GetScalarResources()[name]
-			}
-		}
+		podsFree := domain.NodeFree(ni, s.names, f)
 		s.free = append(s.free, f)
-		s.pods = append(s.pods, int64(alloc.GetAllowedPodNumber()-len(ni.GetPods())))
+		s.pods = append(s.pods, podsFree)
 		s.usable = append(s.usable, !req.Held.Has(n.Name) && (req.Eligible == nil || req.Eligible(n)))
 	}
 	// byName must index s.free: rebuild it over the kept nodes.
@@ -147,36 +135,10 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 	return s
 }
 
-func (s *search) vec(rl corev1.ResourceList) []int64 {
-	v := make([]int64, len(s.names))
-	for i, n := range s.names {
-		q, ok := rl[n]
-		if !ok {
-			continue
-		}
-		if n == corev1.ResourceCPU {
-			v[i] = q.MilliValue()
-		} else {
-			v[i] = q.Value()
-		}
-	}
-	return v
-}
+func (s *search) vec(rl corev1.ResourceList) []int64 { return domain.Amounts(s.names, rl) }
 
 // slots is how many pods of the gang's shape fit into free with pods free pod slots.
-func (s *search) slots(free []int64, pods int64) int64 {
-	n := pods
-	for i, need := range s.shape {
-		if need <= 0 {
-			continue
-		}
-		if free[i] <= 0 {
-			return 0
-		}
-		n = min(n, free[i]/need)
-	}
-	return max(n, 0)
-}
+func (s *search) slots(free []int64, pods int64) int64 { return domain.Slots(s.shape, free, pods) }
 
 // dom is one candidate domain being evaluated.
 type dom struct {
