@@ -18,6 +18,7 @@ import (
 
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -175,6 +176,7 @@ func TestGangPreemptionClearsOneLeaf(t *testing.T) {
 	}
 
 	del := watchDeletions(t, ns)
+	before := preemptionMetrics(t)
 	prioGang(t, test, ns, "urgent", 64, 1, highPriority)
 	got := waitBound(t, ns, "urgent", 64, 120*time.Second)
 	racks := tr.racksOf(got)
@@ -228,6 +230,38 @@ func TestGangPreemptionClearsOneLeaf(t *testing.T) {
 		}
 	}
 	waitPodEvent(t, ns, cleared.victims[0], "Preempted", "preempted by gang "+ns+"/urgent")
+	after := preemptionMetrics(t)
+	if d := after.sub(before); d != (preemptionCounts{preemptions: 1, victimPods: float64(len(deleted)), tier1: 1}) {
+		t.Fatalf("metrics moved by %+v, want one preemption of %d pods at tier 1", d, len(deleted))
+	}
+}
+
+type preemptionCounts struct{ preemptions, victimPods, tier1 float64 }
+
+func (a preemptionCounts) sub(b preemptionCounts) preemptionCounts {
+	return preemptionCounts{a.preemptions - b.preemptions, a.victimPods - b.victimPods, a.tier1 - b.tier1}
+}
+
+// preemptionMetrics reads the plugin's preemption metrics from the in-process scheduler.
+func preemptionMetrics(t *testing.T) preemptionCounts {
+	t.Helper()
+	var c preemptionCounts
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		into   *float64
+	}{
+		{"hyperbatch_scheduler_gang_preemptions_total", nil, &c.preemptions},
+		{"hyperbatch_scheduler_gang_preemption_victim_pods", nil, &c.victimPods},
+		{"hyperbatch_scheduler_gang_preemption_domain_tier_total", map[string]string{"tier": "1"}, &c.tier1},
+	} {
+		v, err := framework.ComponentMetric(m.name, m.labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*m.into = v
+	}
+	return c
 }
 
 // TestGangPreemptionClearsOneSpine: no rack holds the gang (48 > 32 GPUs), highestTierAllowed 2:
