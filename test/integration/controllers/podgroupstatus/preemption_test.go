@@ -37,9 +37,7 @@ func TestVolcanoJobPreemptedAndRestarted(t *testing.T) {
 	}
 	ns := namespace(t, "vcpre")
 	rack(t, "vcpre", "vcpre-rack-0", 2) // 16 GPUs
-	if err := env.Client.Create(ctx, builders.MakeQueue("root").Obj()); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	ensureRootQueue(t)
 	vcQueue := queue(t, "vcpre-q", nil, "", "")
 	startVolcano(t, bin)
 
