@@ -86,8 +86,8 @@ func BenchmarkPreemptionChoice(b *testing.B) {
 	}{
 		{"8x1gpu-hard1", 8, 1, 1},     // one node (tier 1: 6,000 candidates)
 		{"64x1gpu-hard3", 64, 1, 3},   // 8 nodes of a tier-3 group
-		{"32x8gpu-hard3", 32, 8, 4},   // 32 nodes: a tier-4 group
-		{"128x8gpu-hard4", 128, 8, 5}, // too big for any tier-4 group (60 nodes): clears part of the cluster root
+		{"32x8gpu-hard4", 32, 8, 4},   // 32 nodes: a tier-4 group
+		{"128x8gpu-hard5", 128, 8, 5}, // too big for any tier-4 group (60 nodes): clears part of the cluster root
 	}
 	for _, tc := range cases {
 		req := preempt.Request{Pods: repeat(tc.pods, worker(tc.gpus)), Topology: true,
