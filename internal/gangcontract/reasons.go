@@ -16,4 +16,9 @@ const (
 	// ReasonGangPartlyBound: fewer than minMember pods are bound and none is in flight (a bind failed
 	// after Permit, or the scheduler restarted mid-gang); the scheduler completes the gang.
 	ReasonGangPartlyBound = "GangPartlyBound"
+	// ReasonGangPreempting: the scheduler evicts lower-priority work to clear one domain for the
+	// gang (the message names the domain and the victims).
+	ReasonGangPreempting = "GangPreempting"
+	// ReasonGangPreempted: the gang's pods were evicted, whole, for a higher-priority gang.
+	ReasonGangPreempted = "GangPreempted"
 )

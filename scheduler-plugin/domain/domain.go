@@ -163,9 +163,12 @@ func newProblem(d Demand) *problem {
 	return p
 }
 
-func (p *problem) vec(rl corev1.ResourceList) vector {
-	v := make(vector, len(p.names))
-	for i, n := range p.names {
+func (p *problem) vec(rl corev1.ResourceList) vector { return Amounts(p.names, rl) }
+
+// Amounts is rl as a vector over names: milli-CPU, other resources in their unit (0 when absent).
+func Amounts(names []corev1.ResourceName, rl corev1.ResourceList) []int64 {
+	v := make([]int64, len(names))
+	for i, n := range names {
 		q, ok := rl[n]
 		if !ok {
 			continue
@@ -179,10 +182,11 @@ func (p *problem) vec(rl corev1.ResourceList) vector {
 	return v
 }
 
-// free writes the node's free capacity into out and returns its free pod slots.
-func (p *problem) free(ni fwk.NodeInfo, extra *Freed, out vector) int64 {
+// NodeFree writes the node's free capacity (allocatable less requested, from the scheduler's
+// snapshot, so reserved pods count) over names into out and returns its free pod slots.
+func NodeFree(ni fwk.NodeInfo, names []corev1.ResourceName, out []int64) int64 {
 	alloc, req := ni.GetAllocatable(), ni.GetRequested()
-	for i, n := range p.names {
+	for i, n := range names {
 		switch n {
 		case corev1.ResourceCPU:
 			out[i] = alloc.GetMilliCPU() - req.GetMilliCPU()
@@ -194,7 +198,12 @@ func (p *problem) free(ni fwk.NodeInfo, extra *Freed, out vector) int64 {
 			out[i] = alloc.GetScalarResources()[n] - req.GetScalarResources()[n]
 		}
 	}
-	pods := int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
+	return int64(alloc.GetAllowedPodNumber() - len(ni.GetPods()))
+}
+
+// free writes the node's free capacity into out and returns its free pod slots.
+func (p *problem) free(ni fwk.NodeInfo, extra *Freed, out vector) int64 {
+	pods := NodeFree(ni, p.names, out)
 	if extra != nil {
 		ev := p.vec(extra.Resources)
 		for i := range out {
@@ -206,9 +215,12 @@ func (p *problem) free(ni fwk.NodeInfo, extra *Freed, out vector) int64 {
 }
 
 // slots is how many pods of the gang's slot size fit into free.
-func (p *problem) slots(free vector, pods int64) int64 {
+func (p *problem) slots(free vector, pods int64) int64 { return Slots(p.slot, free, pods) }
+
+// Slots is how many pods of size slot fit into free capacity with pods free pod slots.
+func Slots(slot, free []int64, pods int64) int64 {
 	s := pods
-	for i, need := range p.slot {
+	for i, need := range slot {
 		if need <= 0 {
 			continue
 		}

@@ -18,6 +18,8 @@ const (
 	ReasonGangScheduled   = gangcontract.ReasonGangScheduled
 	ReasonGangReleased    = gangcontract.ReasonGangReleased
 	ReasonGangPartlyBound = gangcontract.ReasonGangPartlyBound
+	ReasonGangPreempting  = gangcontract.ReasonGangPreempting
+	ReasonGangPreempted   = gangcontract.ReasonGangPreempted
 )
 
 // recorder emits Events on PodGroups, at most one per gang and reason per message per minute: a

@@ -16,8 +16,32 @@ var domainChoices = metrics.NewCounter(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
+// preemptions counts the gang preemptions: domains cleared for a gang.
+var preemptions = metrics.NewCounter(&metrics.CounterOpts{
+	Name:           "hyperbatch_scheduler_gang_preemptions_total",
+	Help:           "Domains the HyperTopology plugin cleared for a gang by preempting lower-priority pods.",
+	StabilityLevel: metrics.ALPHA,
+})
+
+// victimsPerPreemption is the number of pods evicted per gang preemption.
+var victimsPerPreemption = metrics.NewHistogram(&metrics.HistogramOpts{
+	Name:           "hyperbatch_scheduler_gang_preemption_victim_pods",
+	Help:           "Pods evicted per gang preemption (whole victim gangs and lone pods).",
+	Buckets:        metrics.ExponentialBuckets(1, 2, 12),
+	StabilityLevel: metrics.ALPHA,
+})
+
+// clearedTier counts gang preemptions by the tier of the cleared domain ("cluster" for the root).
+var clearedTier = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "hyperbatch_scheduler_gang_preemption_domain_tier_total",
+	Help:           "Gang preemptions by the HyperNode tier of the cleared domain (\"cluster\" for the whole cluster).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"tier"})
+
 var registerOnce sync.Once
 
 func registerMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(domainChoices) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(domainChoices, preemptions, victimsPerPreemption, clearedTier)
+	})
 }

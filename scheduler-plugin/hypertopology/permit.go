@@ -83,6 +83,7 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		for _, uid := range allowed {
 			p.res.MarkAllowed(key, uid)
 		}
+		p.res.dropHold(key) // the gang binds: the room its preemption cleared is its own now
 		if len(allowed) > 0 {
 			where := "the cluster"
 			if st.plan != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,6 +104,10 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 	if req.Demand.Eligible == nil {
 		// Every pod to place has the current pod's node constraints.
 		req.Eligible = eligibleFor(pod)
+	}
+	// Nodes another gang's preemption holds are not this gang's to use (unless it outranks it).
+	if held := p.res.heldAgainst(spec.Key, corev1helpers.PodPriority(pod), time.Now()); held.Len() > 0 {
+		req.Eligible = heldEligible(req.Eligible, held)
 	}
 	c, err := domain.Choose(t, nodes, req)
 	return c, limit, err

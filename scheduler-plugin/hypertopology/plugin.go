@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -64,8 +65,11 @@ type Plugin struct {
 	tree     *topology.Cache
 	res      *reservations
 	pgLister schedlisters.PodGroupLister
-	pods     cache.Indexer
-	events   *recorder
+	// queues (Volcano Queues, for the reclaimable rule) and pdbs feed gang preemption.
+	queues schedlisters.QueueLister
+	pdbs   policylisters.PodDisruptionBudgetLister
+	pods   cache.Indexer
+	events *recorder
 
 	mu    sync.Mutex
 	plans map[gang.Key]*plan
@@ -140,6 +144,8 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h fwk.Hand
 	hnInformer := vf.Topology().V1alpha1().HyperNodes().Informer()
 	pgInformer := vf.Scheduling().V1beta1().PodGroups()
 	p.pgLister = pgInformer.Lister()
+	p.queues = vf.Scheduling().V1beta1().Queues().Lister()
+	p.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes().Informer()
 	if err := p.tree.AddEventHandlers(hnInformer, nodeInformer); err != nil {
 		return nil, err

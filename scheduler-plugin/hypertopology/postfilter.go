@@ -19,10 +19,11 @@ import (
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
 
-// PostFilter runs when a gang pod found no node. It never preempts: gang-level preemption is not
-// implemented, and evicting pods for one member of a gang that may not complete is wasteful. Instead
-// it frees reservations so that gangs cannot block each other: an older gang takes the reservations
-// of younger incomplete gangs when that makes it fit; otherwise the failing gang releases its own.
+// PostFilter runs when a gang pod found no node. First it frees reservations so that gangs cannot
+// block each other: an older gang takes the reservations of younger incomplete gangs when that makes
+// it fit. Otherwise the failing gang releases its own and preempts: it clears one domain of
+// lower-priority work for the whole gang (preemption.go). Pods without a gang are left to
+// DefaultPreemption, which runs after this plugin.
 func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	st := readState(cs)
 	if st == nil {
@@ -40,7 +41,15 @@ func (p *Plugin) PostFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
 	}
 	n := p.rejectWaiting(spec.Key, "", fmt.Sprintf("gang %s released its reservations: pod %s/%s found no node", spec.Key, pod.Namespace, pod.Name))
+	pmsg, preempting := p.preempt(ctx, pod, spec)
+	if preempting {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, pmsg)
+	}
 	msg := fmt.Sprintf("gang %s cannot be completed now", spec.Key)
+	if pmsg != "" {
+		msg += "; " + pmsg
+		p.events.gang(spec, pod, corev1.EventTypeNormal, ReasonGangWaiting, pmsg)
+	}
 	if n > 0 {
 		msg += fmt.Sprintf("; released %d reserved pod(s) of the gang", n)
 		p.events.gang(spec, pod, corev1.EventTypeWarning, ReasonGangReleased, msg)

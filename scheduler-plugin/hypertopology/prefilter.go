@@ -42,6 +42,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	key, ok := gang.KeyOf(pod)
 	if !ok {
+		if p.res.anyHold() {
+			return nil, nil // Filter keeps the pod off nodes held for a preempting gang
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	st := &state{key: key}

@@ -210,6 +210,7 @@ func (p *Plugin) onPodGroupDelete(obj interface{}) {
 	if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok {
 		key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
 		p.dropPlan(key)
+		p.res.dropHold(key)
 		p.events.forget(key)
 		p.mu.Lock()
 		delete(p.queueTimes, key)

@@ -6,13 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
 
 // This file is the plugin's gang-reservation bookkeeping: which gang pods hold a node without being
-// bound (reservations), the per-gang locks that keep Permit's count-and-allow atomic against every
+// bound (reservations), the nodes a preempting gang holds until it binds (holds), the per-gang locks that keep Permit's count-and-allow atomic against every
 // rejection, the reservations the plugin gave back itself, and the helpers that reject a gang's
 // waiting pods.
 //
@@ -28,7 +29,7 @@ import (
 //     under it; they may take p.mu and reservations.mu inside, but no gang lock
 //     (revalidateWaiting collects its verdicts under the read lock and rejects after releasing it).
 //  3. Leaf locks, held only for a map access and never while taking another lock: p.mu (plans,
-//     queueTimes), reservations.mu (reservations, gang locks' bookkeeping, released), the event
+//     queueTimes), reservations.mu (reservations, holds, gang locks' bookkeeping, released), the event
 //     recorder's mutex, and the framework's waiting-pod map (IterateOverWaitingPods calls back under
 //     its read lock: callbacks only Allow/Reject and record UIDs).
 //
@@ -45,6 +46,22 @@ type reservations struct {
 	// released (under mu) holds the UIDs of reservations the plugin gave back, with when, so that
 	// the scheduler's assigned-pod-delete event for them does not requeue the same gang.
 	released map[types.UID]time.Time
+	// holds (under mu): the domain each preempting gang cleared, kept for it until it binds.
+	holds map[gang.Key]*hold
+}
+
+// hold is the room a gang's preemption cleared: its nodes are not used by pods of lower or equal
+// priority outside the gang (Filter, and the domain choice of other gangs), and no other preemptor
+// takes victims on them, until the gang's Permit allows it, its PodGroup is deleted, or the hold
+// expires.
+type hold struct {
+	domain   string
+	nodes    sets.Set[string]
+	priority int32
+	// victims are the evicted pods' UIDs by namespace/name; the gang waits while any of them
+	// still exists.
+	victims map[string]types.UID
+	expires time.Time
 }
 
 // assumed is one reserved pod.
@@ -150,6 +167,83 @@ func (r *reservations) wasReleased(uid types.UID) bool {
 	defer r.mu.Unlock()
 	t, ok := r.released[uid]
 	return ok && time.Since(t) <= releasedTTL
+}
+
+// setHold records the gang's hold.
+func (r *reservations) setHold(key gang.Key, h *hold) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.holds == nil {
+		r.holds = map[gang.Key]*hold{}
+	}
+	r.holds[key] = h
+}
+
+// dropHold forgets the gang's hold (it bound, its PodGroup is gone).
+func (r *reservations) dropHold(key gang.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.holds, key)
+}
+
+// holdOf returns the gang's unexpired hold, nil for none (an expired one is dropped).
+func (r *reservations) holdOf(key gang.Key, now time.Time) *hold {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.holds[key]
+	if h != nil && now.After(h.expires) {
+		delete(r.holds, key)
+		return nil
+	}
+	return h
+}
+
+// heldAgainst returns the nodes other gangs' unexpired holds keep from a pod of gang key (zero Key
+// for a pod without a gang) with priority prio: those of holders of equal or higher priority.
+func (r *reservations) heldAgainst(key gang.Key, prio int32, now time.Time) sets.Set[string] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out sets.Set[string]
+	for k, h := range r.holds {
+		if k == key || now.After(h.expires) || h.priority < prio {
+			continue
+		}
+		out = out.Union(h.nodes)
+	}
+	return out
+}
+
+// holderOf names the gang whose unexpired hold keeps node from a pod of gang key with priority
+// prio, "" for none.
+func (r *reservations) holderOf(node string, key gang.Key, prio int32, now time.Time) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, h := range r.holds {
+		if k != key && !now.After(h.expires) && h.priority >= prio && h.nodes.Has(node) {
+			return k.String()
+		}
+	}
+	return ""
+}
+
+// anyHold reports whether some gang holds nodes.
+func (r *reservations) anyHold() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.holds) > 0
+}
+
+// allHeld returns every node any unexpired hold keeps (for another preemptor's search).
+func (r *reservations) allHeld(except gang.Key, now time.Time) sets.Set[string] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := sets.New[string]()
+	for k, h := range r.holds {
+		if k != except && !now.After(h.expires) {
+			out = out.Union(h.nodes)
+		}
+	}
+	return out
 }
 
 // gangLock serializes Permit's count-and-allow against the paths that reject a gang's waiting pods.

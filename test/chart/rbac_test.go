@@ -152,13 +152,13 @@ func TestSchedulerRBACMatchesKubeScheduler(t *testing.T) {
 	}
 	want = append(want, grants([]rbacv1.PolicyRule{
 		{APIGroups: []string{"topology.volcano.sh"}, Resources: []string{"hypernodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups", "queues"}, Verbs: []string{"get", "list", "watch"}},
 	})...)
 	slices.Sort(want)
 	var cr rbacv1.ClusterRole
 	require.True(t, find(t, render(t), "ClusterRole", "hyperbatch-scheduler", &cr))
 	assert.Equal(t, want, grants(cr.Rules),
-		"charts/hyperbatch/templates/rbac-scheduler.yaml's ClusterRole must be system:kube-scheduler without Leases, plus HyperNodes and PodGroups")
+		"charts/hyperbatch/templates/rbac-scheduler.yaml's ClusterRole must be system:kube-scheduler without Leases, plus HyperNodes, PodGroups and Queues")
 	for _, b := range kinds(render(t), "ClusterRoleBinding") {
 		ref, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
 		assert.NotEqual(t, "system:kube-scheduler", ref, "%s binds system:kube-scheduler, which may update every Lease named kube-scheduler", b.GetName())

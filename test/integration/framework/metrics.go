@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics/legacyregistry"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -50,4 +51,41 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 		return ok && err == nil, nil
 	})
 	require.NoError(t, err, "timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+}
+
+// ComponentMetric sums a metric of the Kubernetes components' registry (legacyregistry: the
+// in-process kube-scheduler and its plugins) over the series whose labels include labels: a
+// counter's or gauge's value, a histogram's sample sum. 0 when no series matches.
+func ComponentMetric(name string, labels map[string]string) (float64, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering component metrics: %w", err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for k, v := range labels {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == k && l.GetValue() == v)
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				total += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				total += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				total += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return total, nil
 }

@@ -184,6 +184,12 @@ func (w *GangPodWrapper) NodeSelector(k, v string) *GangPodWrapper {
 	return w
 }
 
+// PriorityClass sets spec.priorityClassName (the API server's Priority admission fills spec.priority).
+func (w *GangPodWrapper) PriorityClass(name string) *GangPodWrapper {
+	w.Spec.PriorityClassName = name
+	return w
+}
+
 // Image sets the container's image.
 func (w *GangPodWrapper) Image(image string) *GangPodWrapper {
 	w.Spec.Containers[0].Image = image

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,6 +22,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // volcanoControllerManager is Volcano's controller-manager binary: HB_VC_CONTROLLER_MANAGER, or
@@ -35,6 +37,15 @@ func volcanoControllerManager() string {
 		}
 	}
 	return ""
+}
+
+// ensureRootQueue creates the root Queue Volcano's queue controller expects as every Queue's parent
+// (Volcano's scheduler, not run here, creates it), unless an earlier test did; it is kept.
+func ensureRootQueue(t *testing.T) {
+	t.Helper()
+	if err := env.Client.Create(ctxFor(t, 30*time.Second), builders.MakeQueue("root").Obj()); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 }
 
 // startVolcano runs Volcano's job and queue controllers against the test control plane until the
@@ -81,7 +92,7 @@ func TestVolcanoJobWithRealJobController(t *testing.T) {
 	rack(t, "vcjob", "vcjob-rack-1", 2)
 	// Volcano's scheduler (not run here) creates the root Queue that Volcano's queue controller
 	// expects as every Queue's parent; its queue controller then opens vcjob-q.
-	createQueue(t, "root", nil, "", "")
+	ensureRootQueue(t)
 	vcQueue := queue(t, "vcjob-q", nil, "", "")
 	startVolcano(t, bin)
 

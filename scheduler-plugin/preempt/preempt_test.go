@@ -1,0 +1,337 @@
+package preempt
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
+)
+
+const (
+	nodeCPU = 8 // cores per node
+	podCPU  = 2 // cores per pod, victims and preemptor alike
+)
+
+func cpu(n int) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(n), resource.DecimalSI)}
+}
+
+func member(typ topologyv1alpha1.MemberType, name string) topologyv1alpha1.MemberSpec {
+	return topologyv1alpha1.MemberSpec{Type: typ, Selector: topologyv1alpha1.MemberSelector{ExactMatch: &topologyv1alpha1.ExactMatch{Name: name}}}
+}
+
+// instance is a random cluster: leaves of 8 nodes (tier 1), two leaves per spine (tier 2), full of
+// victim units of 2-cpu pods.
+type instance struct {
+	cache  *topology.Cache
+	leaves int
+	nodes  []string
+	leafOf map[string]int
+	units  []*Unit
+	used   map[string]int // cpu used per node
+}
+
+func newInstance(rng *rand.Rand, leaves int, now time.Time) *instance {
+	in := &instance{cache: topology.NewCache(), leaves: leaves, leafOf: map[string]int{}, used: map[string]int{}}
+	for l := 0; l < leaves; l++ {
+		var ms []topologyv1alpha1.MemberSpec
+		for i := 0; i < 8; i++ {
+			n := fmt.Sprintf("n%d-%d", l, i)
+			in.nodes = append(in.nodes, n)
+			in.leafOf[n] = l
+			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			ms = append(ms, member(topologyv1alpha1.MemberTypeNode, n))
+		}
+		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
+			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
+	}
+	for s := 0; s*2 < leaves; s++ {
+		ms := []topologyv1alpha1.MemberSpec{member(topologyv1alpha1.MemberTypeHyperNode, fmt.Sprintf("leaf-%d", 2*s))}
+		if 2*s+1 < leaves {
+			ms = append(ms, member(topologyv1alpha1.MemberTypeHyperNode, fmt.Sprintf("leaf-%d", 2*s+1)))
+		}
+		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("spine-%d", s)},
+			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 2, Members: ms}})
+	}
+	// Fill about 85% of the cluster: gangs of 1-6 pods (mostly inside one leaf, sometimes across)
+	// and lone pods, priorities 0, 5 or 10, started up to an hour ago.
+	for tries := 0; tries < 200 && in.fill() < 0.85; tries++ {
+		size, isGang := 1, rng.Intn(3) > 0
+		if isGang {
+			size = 1 + rng.Intn(6)
+		}
+		home := rng.Intn(leaves)
+		u := &Unit{Key: fmt.Sprintf("ns/u%d", len(in.units)), Gang: isGang, Priority: int32([]int{0, 5, 10}[rng.Intn(3)])}
+		for p := 0; p < size; p++ {
+			l := home
+			if rng.Intn(6) == 0 {
+				l = rng.Intn(leaves)
+			}
+			var n string
+			for _, i := range rng.Perm(8) {
+				if c := fmt.Sprintf("n%d-%d", l, i); in.used[c]+podCPU <= nodeCPU {
+					n = c
+					break
+				}
+			}
+			if n == "" {
+				break
+			}
+			in.used[n] += podCPU
+			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", u.Key[3:], p), UID: types.UID(fmt.Sprintf("%s-%d", u.Key, p)),
+				Node: n, Requests: cpu(podCPU), Started: now.Add(-time.Duration(rng.Intn(3600)) * time.Second)})
+		}
+		if len(u.Pods) > 0 {
+			in.units = append(in.units, u)
+		}
+	}
+	return in
+}
+
+func (in *instance) fill() float64 {
+	total := 0
+	for _, n := range in.nodes {
+		total += in.used[n]
+	}
+	return float64(total) / float64(nodeCPU*len(in.nodes))
+}
+
+func (in *instance) nodeInfos() []fwk.NodeInfo {
+	var out []fwk.NodeInfo
+	for _, n := range in.nodes {
+		var pods []*corev1.Pod
+		for _, u := range in.units {
+			for _, p := range u.Pods {
+				if p.Node == n {
+					pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+						Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: p.Requests}}}}})
+				}
+			}
+		}
+		ni := framework.NewNodeInfo(pods...)
+		alloc := cpu(nodeCPU)
+		alloc[corev1.ResourcePods] = resource.MustParse("110")
+		ni.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: corev1.NodeStatus{Allocatable: alloc, Capacity: alloc}})
+		out = append(out, ni)
+	}
+	return out
+}
+
+// bruteForce is the reference: for each tier up to maxTier, every domain of it and every subset of
+// the units; the cheapest subset of the lowest tier where any subset makes room, by the same Cost
+// order, with fit and cost computed here from scratch.
+func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now time.Time) (tier int, best *Cost) {
+	for tier = 1; tier <= maxTier; tier++ {
+		var domains [][]string
+		if tier == 1 {
+			for l := 0; l < in.leaves; l++ {
+				domains = append(domains, in.nodes[l*8:(l+1)*8])
+			}
+		} else {
+			for s := 0; s*2 < in.leaves; s++ {
+				domains = append(domains, in.nodes[2*s*8:min(2*s+2, in.leaves)*8])
+			}
+		}
+		for _, dom := range domains {
+			var cands []*Unit
+			for _, u := range in.units {
+				if eligible(u) {
+					cands = append(cands, u)
+				}
+			}
+			if len(cands) > 16 {
+				panic("instance too big for the brute force")
+			}
+			for mask := 0; mask < 1<<len(cands); mask++ {
+				free := map[string]int{}
+				for _, n := range dom {
+					free[n] = nodeCPU - in.used[n]
+				}
+				c := Cost{}
+				by := map[int32]int{}
+				for i, u := range cands {
+					if mask&(1<<i) == 0 {
+						continue
+					}
+					by[u.Priority]++
+					for _, p := range u.Pods {
+						c.Pods++
+						c.RunTime += now.Sub(p.Started)
+						if _, ok := free[p.Node]; ok {
+							free[p.Node] += podCPU
+						}
+					}
+				}
+				room := 0
+				for _, f := range free {
+					room += f / podCPU
+				}
+				if room < need {
+					continue
+				}
+				for _, p := range []int32{10, 5, 0} {
+					if by[p] > 0 {
+						c.Units = append(c.Units, PriorityCount{Priority: p, Count: by[p]})
+					}
+				}
+				if best == nil || c.Less(*best) {
+					cc := c
+					best = &cc
+				}
+			}
+		}
+		if best != nil {
+			return tier, best
+		}
+	}
+	return 0, nil
+}
+
+// TestChooseMatchesBruteForce compares Choose with the brute force on random instances of up to 4
+// leaves × 8 nodes: same tier and same least cost, and the victims really make room.
+func TestChooseMatchesBruteForce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewSource(26))
+	checked, withVictims := 0, 0
+	for i := 0; i < 200; i++ {
+		in := newInstance(rng, 1+rng.Intn(4), now)
+		below := int32([]int{5, 10, 50}[rng.Intn(3)]) // the preemptor's priority: victims are below it
+		eligible := func(u *Unit) bool { return u.Priority < below }
+		var units []*Unit
+		for _, u := range in.units {
+			if eligible(u) {
+				units = append(units, u)
+			}
+		}
+		if len(units) > 12 {
+			continue
+		}
+		need := 2 + rng.Intn(20)
+		maxTier := 1 + rng.Intn(2)
+		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now}
+		for p := 0; p < need; p++ {
+			req.Pods = append(req.Pods, cpu(podCPU))
+		}
+		var got *Result
+		var err error
+		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
+		wantTier, want := in.bruteForce(need, maxTier, eligible, now)
+		checked++
+		if want == nil {
+			if err == nil {
+				t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
+		}
+		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
+			t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
+		}
+		if !got.Exact {
+			t.Fatalf("instance %d: search hit the budget on a small instance", i)
+		}
+		// The victims really make room in the chosen domain.
+		room := 0
+		freed := map[string]int{}
+		for _, u := range got.Victims {
+			if u.Priority >= below {
+				t.Fatalf("instance %d: victim %s has priority %d, not below %d", i, u.Key, u.Priority, below)
+			}
+			for _, p := range u.Pods {
+				freed[p.Node] += podCPU
+			}
+		}
+		var h *topology.HyperNode
+		in.cache.Read(func(tr topology.Tree) { h = tr.Get(got.HyperNode) })
+		for _, n := range in.nodes {
+			if h.HasNode(n) {
+				room += (nodeCPU - in.used[n] + freed[n]) / podCPU
+			}
+		}
+		if room < need {
+			t.Fatalf("instance %d: victims of %s leave room for %d pods, need %d", i, got.Describe(), room, need)
+		}
+		if len(got.Victims) > 0 {
+			withVictims++
+		}
+	}
+	t.Logf("%d instances checked, %d with victims", checked, withVictims)
+	if withVictims < 30 {
+		t.Fatalf("only %d instances needed victims: the generator does not exercise the search", withVictims)
+	}
+}
+
+func TestCostOrder(t *testing.T) {
+	a := Cost{Units: []PriorityCount{{Priority: 5, Count: 1}}, Pods: 30}
+	b := Cost{Units: []PriorityCount{{Priority: 5, Count: 2}}, Pods: 2}
+	c := Cost{Units: []PriorityCount{{Priority: 1, Count: 9}}, Pods: 90}
+	d := Cost{PDBViolations: 1}
+	if !a.Less(b) || b.Less(a) || !c.Less(a) || a.Less(c) || !a.Less(d) || a.Less(a) {
+		t.Fatal("cost order is wrong")
+	}
+	young := Cost{Units: []PriorityCount{{Priority: 5, Count: 1}}, Pods: 30, RunTime: time.Minute}
+	if !young.Less(Cost{Units: []PriorityCount{{Priority: 5, Count: 1}}, Pods: 30, RunTime: time.Hour}) {
+		t.Fatal("younger victims must cost less")
+	}
+}
+
+// TestChoosePrefersDomainsWithoutPDBViolations: a leaf whose single victim is under a budget
+// loses to a leaf that needs two victims but violates none; with no other way the violating leaf
+// is chosen and the violation is in the cost.
+func TestChoosePrefersDomainsWithoutPDBViolations(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := &instance{cache: topology.NewCache(), leaves: 2, leafOf: map[string]int{}, used: map[string]int{}}
+	for l := 0; l < 2; l++ {
+		var ms []topologyv1alpha1.MemberSpec
+		for i := 0; i < 8; i++ {
+			n := fmt.Sprintf("n%d-%d", l, i)
+			in.nodes = append(in.nodes, n)
+			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			ms = append(ms, member(topologyv1alpha1.MemberTypeNode, n))
+			in.used[n] = nodeCPU
+		}
+		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
+			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
+	}
+	// leaf-0: one gang of 32 pods under a budget; leaf-1: two gangs of 16.
+	mk := func(key string, nodes []string, pdb bool) *Unit {
+		u := &Unit{Key: key, Gang: true}
+		for i := 0; i < 4*len(nodes); i++ {
+			n := nodes[i/4]
+			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key, i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: n,
+				Requests: cpu(podCPU), Started: now.Add(-time.Minute), ViolatesPDB: pdb})
+		}
+		return u
+	}
+	guarded := mk("ns/guarded", in.nodes[:8], true)
+	in.units = []*Unit{guarded, mk("ns/a", in.nodes[8:12], false), mk("ns/b", in.nodes[12:16], false)}
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 1}, Now: now}
+	for p := 0; p < 32; p++ {
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	var got *Result
+	var err error
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units, req) })
+	if err != nil || got.HyperNode != "leaf-1" || got.Cost.PDBViolations != 0 || len(got.Victims) != 2 {
+		t.Fatalf("got %+v, %v; want leaf-1 with 2 victims and no violation", got, err)
+	}
+	// Only the guarded leaf is left: it is cleared, and the violations are reported in the cost.
+	// (leaf-1's pods stay on its nodes but are not listed as victims: nobody may evict them.)
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units[:1], req) })
+	if err != nil || got.HyperNode != "leaf-0" || got.Cost.PDBViolations != 32 {
+		t.Fatalf("got %+v, %v; want leaf-0 with 32 violations", got, err)
+	}
+}
