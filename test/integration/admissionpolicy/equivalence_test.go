@@ -3,7 +3,6 @@ package admissionpolicy
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -187,9 +186,9 @@ func equivalent(t *testing.T, what string, in *corev1.Pod, wh, pol outcome) {
 		return
 	}
 	assert.Equal(t, wh.obj, pol.obj, "%s: stored Pod", what)
-	polWarnings := make([]string, len(pol.warnings))
-	for i, w := range pol.warnings {
-		polWarnings[i] = stripPolicyWarning(w)
+	var polWarnings []string
+	for _, w := range pol.warnings {
+		polWarnings = append(polWarnings, stripPolicyWarning(w))
 	}
 	if strings.TrimSpace(in.Annotations[hbv1.DefaultedByAnnotation]) != "" {
 		// Difference 2 of docs/webhooks.md: the "defaulted" warning is given only when the merged
