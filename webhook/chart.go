@@ -34,5 +34,61 @@ func ChartTemplate() ([]byte, error) {
 				"    cert-manager.io/inject-ca-from: \"{{ .Release.Namespace }}/{{ .Values.certs.certManager.certificateName }}\"\n"+
 				"{{- end }}\n")...), 1)
 	}
+	y, err = wrapPodEntries(y)
+	if err != nil {
+		return nil, err
+	}
 	return append(y, []byte("{{- end }}\n")...), nil
+}
+
+// PodEntriesCondition is the chart condition under which the Pod webhook entries are rendered: not
+// when the admission policies admit Pods (the chart's admission.mode, resolved by the
+// hyperbatch.admissionMode helper as the manager resolves --admission).
+const PodEntriesCondition = `{{- if ne (include "hyperbatch.admissionMode" .) "policy" }}`
+
+// wrapPodEntries puts each Pod webhook entry (a list item starting "- " at the left margin) inside
+// PodEntriesCondition. The JobSet PodGroup gate is not a Pod entry: it stays in every mode.
+func wrapPodEntries(y []byte) ([]byte, error) {
+	lines := bytes.SplitAfter(y, []byte("\n"))
+	var out []byte
+	wrapped := 0
+	for i := 0; i < len(lines); {
+		if !bytes.HasPrefix(lines[i], []byte("- ")) {
+			out = append(out, lines[i]...)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && len(lines[j]) > 0 && (lines[j][0] == ' ' || lines[j][0] == '{') {
+			j++
+		}
+		var item []byte
+		for _, l := range lines[i:j] {
+			item = append(item, l...)
+		}
+		if isPodEntry(item) {
+			out = append(out, []byte(PodEntriesCondition+"\n")...)
+			out = append(out, item...)
+			out = append(out, []byte("{{- end }}\n")...)
+			wrapped++
+		} else {
+			out = append(out, item...)
+		}
+		i = j
+	}
+	if wrapped != 4 {
+		return nil, fmt.Errorf("rendering the chart template: %d Pod webhook entries found, want 4 (mutate and validate, CREATE and UPDATE)", wrapped)
+	}
+	return out, nil
+}
+
+func isPodEntry(item []byte) bool {
+	for _, mutating := range []bool{true, false} {
+		for _, name := range []string{EntryName(KindPod, mutating), UpdateEntryName(KindPod, mutating)} {
+			if bytes.Contains(item, []byte("\n  name: "+name+"\n")) {
+				return true
+			}
+		}
+	}
+	return false
 }

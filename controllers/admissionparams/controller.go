@@ -137,7 +137,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	want := admissionpolicy.ParamsObject(ns.Name, data)
 	if !exists {
-		if err := r.client.Create(ctx, want); err != nil {
+		err := r.client.Create(ctx, want)
+		if apierrors.IsAlreadyExists(err) {
+			// The manager's cache holds only labelled ConfigMaps (ParamsLabel): this one is not ours.
+			log.FromContext(ctx).Info("a ConfigMap not written by hyperbatch has the admission params' name; the namespace's Pods are admitted with it",
+				"namespace", ns.Name, "configMap", admissionpolicy.ParamsName)
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
 			paramsWrites.WithLabelValues("error").Inc()
 			return ctrl.Result{}, fmt.Errorf("creating the admission params of namespace %s: %w", ns.Name, err)
 		}
