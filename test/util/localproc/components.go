@@ -151,6 +151,9 @@ func KubeCore(c Cluster, bin string) ([]Stage, error) {
 type HyperbatchOptions struct {
 	// DiscoveryConfig, when set, is the manager's --discovery-config (HyperNode discovery).
 	DiscoveryConfig string
+	// Admission, when set, is the manager's --admission (webhook, policy or auto); unset keeps the
+	// manager's default (webhook).
+	Admission string
 }
 
 // Hyperbatch is hyperbatch's own components for the cluster's role: the manager (webhooks in URL mode
@@ -187,6 +190,9 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 	}
 	if o.DiscoveryConfig != "" {
 		manager.Args = append(manager.Args, "--discovery-config="+o.DiscoveryConfig)
+	}
+	if o.Admission != "" {
+		manager.Args = append(manager.Args, "--admission="+o.Admission)
 	}
 	scheduler := Component{
 		Name: "scheduler", Binary: filepath.Join(bin, "scheduler"), StartTimeout: 90 * time.Second,
