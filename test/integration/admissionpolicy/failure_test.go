@@ -113,7 +113,6 @@ func TestFailureModes(t *testing.T) {
 	})
 }
 
-
 // annotations are the stored Pod's annotations (nil when it has none).
 func annotations(o outcome) map[string]any {
 	meta, _ := o.obj["metadata"].(map[string]any)
