@@ -8,8 +8,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,7 +104,15 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 	if err != nil {
 		return fmt.Errorf("creating client for admission policies: %w", err)
 	}
-	objs := admissionpolicy.Objects(admissionpolicy.Options{Excluded: o.excluded})
+	opts := admissionpolicy.Options{Excluded: o.excluded}
+	if mode == admissionPolicy {
+		me, err := whoAmI(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		opts.ParamsWriters = []string{me}
+	}
+	objs := admissionpolicy.Objects(opts)
 	if mode == admissionPolicy {
 		for _, obj := range objs {
 			//nolint:staticcheck // client.Apply with a typed object is the simplest server-side apply here.
@@ -116,6 +126,8 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 	if err != nil || !served {
 		return nil //nolint:nilerr // nothing to clean up where the API is not served
 	}
+	// A policy-mode manager's guard of the params too (its writer does not matter for the names).
+	objs = admissionpolicy.Objects(admissionpolicy.Options{Excluded: o.excluded, ParamsWriters: []string{"-"}})
 	// Bindings first, so no binding is left pointing at a deleted policy.
 	for i := len(objs) - 1; i >= 0; i-- {
 		if err := c.Delete(ctx, objs[i]); client.IgnoreNotFound(err) != nil {
@@ -123,6 +135,20 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 		}
 	}
 	return nil
+}
+
+// whoAmI is the manager's own user name (a SelfSubjectReview): the one writer the params guard lets
+// through.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("--admission=policy: finding the manager's own user name (SelfSubjectReview) for the params guard: %w", err)
+	}
+	return r.Status.UserInfo.Username, nil
 }
 
 // setAdmissionMode records the mode in the metric and the log.

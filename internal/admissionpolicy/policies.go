@@ -66,6 +66,12 @@ type Options struct {
 	Excluded []string
 	// Labels are set on every generated object.
 	Labels map[string]string
+	// ParamsWriters are the users allowed to write the param ConfigMaps (the manager's own user,
+	// e.g. system:serviceaccount:hyperbatch-system:hyperbatch-manager). When set, a guard policy
+	// refuses everyone else's create, update or delete of a ConfigMap named ParamsName, except while
+	// its namespace is being deleted; without it a namespace's own users could rewrite their
+	// defaults and allowed queues.
+	ParamsWriters []string
 	// NamespaceSelector, when set, replaces the opt-in label hyperbatch.dev/pod-webhook=enabled as
 	// the test of which namespaces the policies apply in (the exclusions still apply), as
 	// webhook.ConfigOptions.PodNamespaceSelector does for the Pod webhooks.
@@ -153,8 +159,55 @@ func Objects(o Options) []client.Object {
 		validating(CheckPolicyName(p.Kind), p.checkVars, p.checks, admissionregistrationv1.Deny, admissionregistrationv1.Create, admissionregistrationv1.Update)
 		validating(WarnPolicyName(p.Kind), p.warnVars, p.warnings, admissionregistrationv1.Warn, admissionregistrationv1.Create)
 	}
+	if len(o.ParamsWriters) > 0 {
+		p, b := o.paramsGuard()
+		pols, binds = append(pols, p), append(binds, b)
+	}
 	return append(pols, binds...)
 }
+
+// ParamsGuardName names the guard policy and its binding.
+const ParamsGuardName = "hyperbatch-admission-params-guard"
+
+// paramsGuard is the ValidatingAdmissionPolicy (and binding) that keeps the param ConfigMaps the
+// manager's alone.
+func (o Options) paramsGuard() (client.Object, client.Object) {
+	writers := make([]string, len(o.ParamsWriters))
+	for i, w := range o.ParamsWriters {
+		writers[i] = cel(w)
+	}
+	scope := admissionregistrationv1.NamespacedScope
+	fp := admissionregistrationv1.Fail
+	pol := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: o.meta(ParamsGuardName),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				ResourceNames: []string{ParamsName},
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}, Scope: &scope}},
+			}}},
+			FailurePolicy: &fp,
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "request.userInfo.username in [" + strings.Join(writers, ", ") + "] || " +
+					"(request.operation == 'DELETE' && namespaceObject != null && has(namespaceObject.metadata.deletionTimestamp))",
+				Message: fmt.Sprintf("the ConfigMap %s holds the admission params hyperbatch's manager keeps for this namespace's Pods "+
+					"(its WorkloadPolicy defaults and allowed queues); only the manager writes it: change the WorkloadPolicy instead", ParamsName),
+				Reason: ptrReason(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	bind := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: o.meta(ParamsGuardName),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: ParamsGuardName,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	return pol, bind
+}
+
+func ptrReason(r metav1.StatusReason) *metav1.StatusReason { return &r }
 
 func (o Options) meta(name string) metav1.ObjectMeta {
 	labels := map[string]string{ManagedByLabel: "hyperbatch"}

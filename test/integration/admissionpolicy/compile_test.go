@@ -40,5 +40,5 @@ func TestPoliciesCompile(t *testing.T) {
 		}), "type check of %s", vap.Name)
 		assert.Empty(t, got.Status.TypeChecking.ExpressionWarnings, "type check of %s", vap.Name)
 	}
-	assert.Equal(t, 2, n, "a checks and a warnings policy")
+	assert.Equal(t, 3, n, "a checks, a warnings and the params guard policy")
 }

@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,7 +31,12 @@ import (
 // modeLabel splits the namespaces between the two modes.
 const modeLabel = "hyperbatch.test/admission"
 
-var env *framework.WebhookEnv
+var (
+	env *framework.WebhookEnv
+	// paramsWriter is the test's own user, which the webhook env's manager (and so the
+	// admissionparams controller) runs as: the params guard's one writer.
+	paramsWriter string
+)
 
 func fixtures() []client.Object {
 	return []client.Object{
@@ -81,6 +88,17 @@ func run(m *testing.M) int {
 	env = w
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err == nil {
+		var r *authenticationv1.SelfSubjectReview
+		if r, err = cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
+			paramsWriter = r.Status.UserInfo.Username
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "finding the test's user name: %v\n", err)
+		return 1
+	}
 	for _, obj := range policyObjects() {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			fmt.Fprintf(os.Stderr, "creating %T %s: %v\n", obj, obj.GetName(), err)
@@ -95,6 +113,7 @@ func run(m *testing.M) int {
 func policyObjects() []client.Object {
 	return admissionpolicy.Objects(admissionpolicy.Options{
 		Excluded:          []string{hbwebhook.DefaultNamespace},
+		ParamsWriters:     []string{paramsWriter},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{modeLabel: "policy"}},
 	})
 }
