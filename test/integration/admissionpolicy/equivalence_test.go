@@ -3,6 +3,7 @@ package admissionpolicy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -297,6 +298,25 @@ func podCorpus() map[string]*corev1.Pod {
 	add("node-owner", func(p *corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n", UID: "u"}}
 	})
+	// The Pod seeds of the fuzz targets (internal/defaults FuzzPodDefaults, webhook FuzzHandlers),
+	// each given a container.
+	for i, raw := range []string{
+		`{"metadata":{"annotations":{"scheduling.volcano.sh/queue-name":" ","hyperbatch.dev/defaulted-by":"x/queue;;y"}},` +
+			`"spec":{"priority":0,"preemptionPolicy":"Never","schedulerName":"default-scheduler"}}`,
+		`{"metadata":{"annotations":{"scheduling.volcano.sh/queue-name":" ","hyperbatch.dev/defaulted-by":"x/queue;;y"}},` +
+			`"spec":{"preemptionPolicy":"Never","schedulerName":"default-scheduler"}}`,
+		`{"metadata":{"annotations":{"volcano.sh/network-topology-mode":"soft"}},"spec":{"priorityClassName":"mine"}}`,
+		`{"metadata":{"annotations":{"volcano.sh/network-topology-mode":"soft"}},"spec":{"priorityClassName":"batch-high"}}`,
+		`{"metadata":{"name":"p","namespace":"a"},"spec":{"schedulerName":"default-scheduler","priority":0}}`,
+		`{"metadata":{"annotations":{"hyperbatch.dev/defaulted-by":"team-a/groupName;soft/queue"}}}`,
+	} {
+		p := bare("")
+		if err := json.Unmarshal([]byte(raw), p); err != nil {
+			panic(err)
+		}
+		p.Name, p.Namespace = fmt.Sprintf("fuzz-seed-%d", i), ""
+		out[p.Name] = p
+	}
 	return out
 }
 
