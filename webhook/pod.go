@@ -26,6 +26,7 @@ func (d *deps) podMutator() *mutator[*corev1.Pod] {
 		copyObj:     ownTopLevel[corev1.Pod],
 		finish:      d.podPriority,
 		refused:     d.podValidator().refuses,
+		judgeCreate: d.podValidator().judge,
 	}
 }
 

@@ -130,13 +130,14 @@ func TestPodDefaults(t *testing.T) {
 		t.Errorf("pod of a namespace without %s was mutated: %v", hbv1.PodWebhookLabel, other.Annotations)
 	}
 
-	// A queue outside allowedQueues is denied for a bare Pod too.
+	// A queue outside allowedQueues is denied for a bare Pod too, by the mutating webhook: a Pod
+	// CREATE makes one webhook call (docs/webhooks.md, "One call per bare Pod").
 	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "pods-a", Annotations: map[string]string{defaults.QueueNameAnnotation: "gpu"}}, Spec: podSpec()}
 	err := c.Create(ctx, bad)
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("want Invalid, got %v", err)
 	}
-	wantContains(t, "error", err.Error(), `admission webhook "pod.validate.hyperbatch.dev" denied the request`, `queue "gpu" is not allowed in namespace "pods-a"`)
+	wantContains(t, "error", err.Error(), `admission webhook "pod.mutate.hyperbatch.dev" denied the request`, `queue "gpu" is not allowed in namespace "pods-a"`)
 }
 
 // A policy naming a PriorityClass that does not exist: the Pod is denied, naming both.
