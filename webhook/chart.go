@@ -76,8 +76,16 @@ func wrapPodEntries(y []byte) ([]byte, error) {
 		}
 		i = j
 	}
-	if wrapped != 4 {
-		return nil, fmt.Errorf("rendering the chart template: %d Pod webhook entries found, want 4 (mutate and validate, CREATE and UPDATE)", wrapped)
+	want := 0
+	mwc, vwc := Configurations(ConfigOptions{})
+	for _, e := range mwc.Webhooks {
+		want += boolInt(isPodEntry([]byte("\n  name: " + e.Name + "\n")))
+	}
+	for _, e := range vwc.Webhooks {
+		want += boolInt(isPodEntry([]byte("\n  name: " + e.Name + "\n")))
+	}
+	if wrapped != want {
+		return nil, fmt.Errorf("rendering the chart template: %d Pod webhook entries found, want %d", wrapped, want)
 	}
 	return out, nil
 }
@@ -91,4 +99,11 @@ func isPodEntry(item []byte) bool {
 		}
 	}
 	return false
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

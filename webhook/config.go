@@ -137,8 +137,9 @@ func policyOf(k Kind) entryPolicy {
 		return entryPolicy{validateOps: createOrUpdate, failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
 	}
 	if k == KindPod {
-		// Pods: fail open and stay short.
-		return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
+		// Pods: fail open and stay short. A CREATE is judged by the mutating webhook
+		// (mutator.judgeCreate): one call per Pod, so only UPDATEs have a validating entry.
+		return entryPolicy{mutateOps: createOrUpdate, validateOps: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 			failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
 	}
 	// Workloads: fail closed, so no gang runs without its policy's queue, priority and limits.

@@ -336,7 +336,7 @@ func median(runs []stats) stats {
 // BenchmarkPodBurst creates 10,000 Pods through the real apiserver six times, in three setups, in
 // the order hyperbatch, floor, none, none, floor, hyperbatch:
 //   - hyperbatch: hyperbatch's webhook configurations installed (every Pod of the governed bench
-//     namespace is defaulted by pod.mutate and checked by pod.validate);
+//     namespace is defaulted and checked by pod.mutate in one call);
 //   - floor: only one mutating entry for the bench namespace's Pods, calling a no-op webhook that
 //     answers "allowed" without a patch: the least any admission webhook can cost the apiserver;
 //   - none: no webhook configuration.

@@ -36,7 +36,8 @@ func dryRunQueue(ctx context.Context, ns string) (string, error) {
 	return pod.Annotations[defaults.QueueNameAnnotation], nil
 }
 
-// TestFailureModes runs last in this package (its file sorts last): it stops the manager.
+// TestFailureModes runs last in this package (its file, outage_test.go, sorts last): it stops the
+// manager.
 func TestFailureModes(t *testing.T) {
 	c, w := warningClient(t)
 
