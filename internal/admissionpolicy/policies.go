@@ -186,7 +186,7 @@ func (o Options) paramsGuard() (client.Object, client.Object) {
 				ResourceNames: []string{ParamsName},
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}, Scope: &scope}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}, Scope: &scope}},
 			}}},
 			FailurePolicy: &fp,
 			Validations: []admissionregistrationv1.Validation{{
