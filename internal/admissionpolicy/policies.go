@@ -78,16 +78,22 @@ type Options struct {
 	NamespaceSelector *metav1.LabelSelector
 }
 
-// Names of a kind's generated objects; each binding has its policy's name.
+// CreatePolicyName names the MutatingAdmissionPolicy (and binding) of a kind's CREATE defaults.
 func CreatePolicyName(k defaults.Kind) string {
 	return "hyperbatch-" + strings.ToLower(string(k)) + "-defaults"
 }
+
+// UpdatePolicyName names the MutatingAdmissionPolicy (and binding) of a kind's UPDATE carry-over.
 func UpdatePolicyName(k defaults.Kind) string {
 	return "hyperbatch-" + strings.ToLower(string(k)) + "-carryover"
 }
+
+// CheckPolicyName names the ValidatingAdmissionPolicy (and binding, Deny) of a kind's checks.
 func CheckPolicyName(k defaults.Kind) string {
 	return "hyperbatch-" + strings.ToLower(string(k)) + "-checks"
 }
+
+// WarnPolicyName names the ValidatingAdmissionPolicy (and binding, Warn) of a kind's warnings.
 func WarnPolicyName(k defaults.Kind) string {
 	return "hyperbatch-" + strings.ToLower(string(k)) + "-warnings"
 }

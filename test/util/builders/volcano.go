@@ -33,8 +33,11 @@ func VolcanoModuleDir() (string, error) {
 		return "", fmt.Errorf("go mod download volcano.sh/volcano (in hack/tools/volcano): %w", err)
 	}
 	var m struct{ Dir string }
-	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-		return "", fmt.Errorf("reading go mod download's answer %q: %v", out, err)
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", fmt.Errorf("reading go mod download's answer %q: %w", out, err)
+	}
+	if m.Dir == "" {
+		return "", fmt.Errorf("go mod download's answer %q names no directory", out)
 	}
 	return m.Dir, nil
 }
