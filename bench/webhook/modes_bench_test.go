@@ -2,7 +2,6 @@ package webhook_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
 )
@@ -33,27 +30,13 @@ import (
 // per Pod (utime+stime of the kube-apiserver process over the round, from /proc), and writes them
 // to bench/results/admission.txt.
 func BenchmarkAdmissionModes(b *testing.B) {
-	cfg := *w.Config
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.MutatingConfigurationName}, &mwc); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.ValidatingConfigurationName}, &vwc); err != nil {
-		b.Fatal(err)
-	}
+	c, mwc, vwc := burstClient(b)
 	apiserver, err := childProcess("kube-apiserver")
 	if err != nil {
 		b.Fatal(err)
 	}
 	setups := map[burstSetup][]client.Object{
-		setupHyperbatch: {&mwc, &vwc},
+		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
 		setupPolicy:     admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
 	}
@@ -95,7 +78,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionModes, GOMAXPROCS=%d, %s, %d bare Pods per round in a governed namespace from %d workers, rounds in the order %s (each set-up's figures are the mean of its two rounds)\n",
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && flock /tmp/hyperbatch-bench.lock env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 30m\n")
-		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAverage())
+		fmt.Fprintf(&sb, "# load average at start: %s\n", framework.LoadAverage())
 		for _, s := range []struct {
 			name string
 			r    round
@@ -111,7 +94,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			}
 			fmt.Fprintf(&sb, "rounds %-8s %s\n", s, strings.Join(parts, "; "))
 		}
-		fmt.Fprintf(&sb, "# load average at end: %s; the machine is shared with other engineers' work\n", loadAverage())
+		fmt.Fprintf(&sb, "# load average at end: %s; the machine is shared with other engineers' work\n", framework.LoadAverage())
 		fmt.Print(sb.String())
 		if err := framework.WriteResultSection("admission.txt", "modes", sb.String()); err != nil {
 			b.Fatal(err)
@@ -171,16 +154,4 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
 	}
 	return time.Duration(u+s) * 10 * time.Millisecond, nil
-}
-
-func loadAverage() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(raw))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

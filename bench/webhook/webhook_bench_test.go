@@ -346,23 +346,9 @@ func median(runs []stats) stats {
 // the configurations are deleted or created, and the next round starts once a probe Pod shows the
 // apiserver follows the change.
 func BenchmarkPodBurst(b *testing.B) {
-	cfg := *w.Config
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.MutatingConfigurationName}, &mwc); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.ValidatingConfigurationName}, &vwc); err != nil {
-		b.Fatal(err)
-	}
+	c, mwc, vwc := burstClient(b)
 	setups := map[burstSetup][]client.Object{
-		setupHyperbatch: {&mwc, &vwc},
+		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
 	}
 	for iter := 0; iter < b.N; iter++ {
@@ -384,6 +370,27 @@ func BenchmarkPodBurst(b *testing.B) {
 		burstRuns = fmt.Sprintf("rounds with hyperbatch %s, floor %s, none %s", joinRates(rates[setupHyperbatch]), joinRates(rates[setupFloor]), joinRates(rates[setupNone]))
 		mu.Unlock()
 	}
+}
+
+// burstClient is a client without client-side rate limits for the bursts, and hyperbatch's webhook
+// configurations as installed.
+func burstClient(b *testing.B) (client.Client, *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	cfg := *w.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.MutatingConfigurationName}, &mwc); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.ValidatingConfigurationName}, &vwc); err != nil {
+		b.Fatal(err)
+	}
+	return c, &mwc, &vwc
 }
 
 // burstSetup is the admission set-up of one burst round.

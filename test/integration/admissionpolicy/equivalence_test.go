@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,45 +15,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
-// warnings records the admission warnings a client receives.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
-func warningClient(t *testing.T) (client.Client, *warnings) {
+func warningClient(t *testing.T) (client.Client, *framework.Warnings) {
 	t.Helper()
-	w := &warnings{}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler, cfg.WarningHandlerWithContext = w, nil
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	require.NoError(t, err)
-	return c, w
+	return framework.WarningClient(t, env.Config)
 }
 
 // pair is one namespace profile in both modes.
@@ -134,20 +106,20 @@ func normalize(t *testing.T, obj client.Object, ns string) map[string]any {
 	return m
 }
 
-func create(t *testing.T, c client.Client, w *warnings, ns string, pod *corev1.Pod) outcome {
+func create(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod *corev1.Pod) outcome {
 	t.Helper()
 	ctx, cancel := framework.Context(10 * time.Second)
 	defer cancel()
 	pod = pod.DeepCopy()
 	pod.Namespace = ns
-	w.take()
+	w.Take()
 	err := c.Create(ctx, pod)
 	return result(t, c, w, ns, pod, err)
 }
 
-func result(t *testing.T, c client.Client, w *warnings, ns string, pod *corev1.Pod, err error) outcome {
+func result(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod *corev1.Pod, err error) outcome {
 	t.Helper()
-	o := outcome{warnings: w.take()}
+	o := outcome{warnings: w.Take()}
 	for i := range o.warnings {
 		o.warnings[i] = strings.ReplaceAll(o.warnings[i], ns, "NS")
 	}

@@ -17,14 +17,14 @@ import (
 )
 
 // update applies edit to the stored Pod ns/name and updates it.
-func update(t *testing.T, c client.Client, w *warnings, ns, name string, edit func(*corev1.Pod)) outcome {
+func update(t *testing.T, c client.Client, w *framework.Warnings, ns, name string, edit func(*corev1.Pod)) outcome {
 	t.Helper()
 	ctx, cancel := framework.Context(10 * time.Second)
 	defer cancel()
 	var pod corev1.Pod
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pod))
 	edit(&pod)
-	w.take()
+	w.Take()
 	err := c.Update(ctx, &pod)
 	return result(t, c, w, ns, &pod, err)
 }

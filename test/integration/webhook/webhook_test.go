@@ -95,7 +95,7 @@ func TestPodDefaults(t *testing.T) {
 			t.Errorf("annotation %s = %q, want %q", k, pod.Annotations[k], v)
 		}
 	}
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"),
 		"hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
 		"from WorkloadPolicy team-a", "spec.priority=1000, spec.preemptionPolicy=PreemptLowerPriority from PriorityClass batch-normal")
 
@@ -170,7 +170,7 @@ func TestWorkloadDefaults(t *testing.T) {
 		job.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("Volcano Job not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
-	wantContains(t, "warning", strings.Join(w.take(), "\n"), "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
+	wantContains(t, "warning", strings.Join(w.Take(), "\n"), "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
 		`spec.networkTopology={"highestTierAllowed":2,"mode":"hard"}`, "spec.ttlSecondsAfterFinished=86400",
 		"metadata.annotations[hyperbatch.dev/active-deadline-seconds]=604800 from WorkloadPolicy team-a")
 
@@ -243,7 +243,7 @@ func TestNamespaceAnnotationPrecedence(t *testing.T) {
 	if job.Spec.Queue != "shared" || !strings.HasPrefix(job.Annotations[hbv1.DefaultedByAnnotation], "namespace:ml/queue;team-a/priorityClassName") {
 		t.Errorf("queue %q defaulted-by %q", job.Spec.Queue, job.Annotations[hbv1.DefaultedByAnnotation])
 	}
-	wantContains(t, "warning", strings.Join(w.take(), "\n"), "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)")
+	wantContains(t, "warning", strings.Join(w.Take(), "\n"), "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)")
 	user := vcJob("ml", "from-user", func(s *batchv1alpha1.JobSpec) { s.Queue = "team-a" })
 	if err := c.Create(ctx, user); err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestLifecycleValidation(t *testing.T) {
 	if err := c.Create(ctx, short); err != nil {
 		t.Fatal(err)
 	}
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"), "spec.ttlSecondsAfterFinished=30 from WorkloadPolicy short-ttl",
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"), "spec.ttlSecondsAfterFinished=30 from WorkloadPolicy short-ttl",
 		"hyperbatch: spec.ttlSecondsAfterFinished=30: the workload is deleted 30s after it finishes")
 }
 
@@ -406,7 +406,7 @@ func TestDryRun(t *testing.T) {
 	if job.Spec.Queue != "team-a" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("dry-run object not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
-	if len(w.take()) == 0 {
+	if len(w.Take()) == 0 {
 		t.Error("no warning on a dry run")
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "dry-a"}, Spec: podSpec()}
@@ -461,7 +461,7 @@ func TestUpdateKeepsDefaults(t *testing.T) {
 		upd.Annotations[hbv1.DefaultedByAnnotation] != js.Annotations[hbv1.DefaultedByAnnotation] {
 		t.Errorf("defaults dropped by the update: %v %+v %v", pt.Annotations, pt.Spec, upd.Annotations)
 	}
-	if got := w.take(); len(got) != 0 {
+	if got := w.Take(); len(got) != 0 {
 		t.Errorf("warnings on an update that changes nothing: %v", got)
 	}
 }
