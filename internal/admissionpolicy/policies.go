@@ -2,6 +2,7 @@ package admissionpolicy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -228,7 +229,7 @@ func (o Options) meta(name string) metav1.ObjectMeta {
 func (o Options) namespaceSelector() *metav1.LabelSelector {
 	excluded := []string{metav1.NamespaceSystem}
 	for _, n := range o.Excluded {
-		if n != "" && !contains(excluded, n) {
+		if n != "" && !slices.Contains(excluded, n) {
 			excluded = append(excluded, n)
 		}
 	}
@@ -252,14 +253,6 @@ func objectSelector(k defaults.Kind) *metav1.LabelSelector {
 	return nil
 }
 
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 func toVariables(vs []variable) []admissionregistrationv1.Variable {
 	out := make([]admissionregistrationv1.Variable, len(vs))
