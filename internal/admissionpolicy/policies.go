@@ -253,7 +253,6 @@ func objectSelector(k defaults.Kind) *metav1.LabelSelector {
 	return nil
 }
 
-
 func toVariables(vs []variable) []admissionregistrationv1.Variable {
 	out := make([]admissionregistrationv1.Variable, len(vs))
 	for i, v := range vs {
