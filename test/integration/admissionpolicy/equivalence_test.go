@@ -274,6 +274,9 @@ func podCorpus() map[string]*corev1.Pod {
 	add("daemonset-not-controller", func(p *corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "u"}}
 	})
+	// Pods of Volcano Jobs and JobSets: no admission call in either mode (objectSelector).
+	add("volcano-job-pod", func(p *corev1.Pod) { p.Labels = map[string]string{"volcano.sh/job-name": "j"} })
+	add("jobset-pod", func(p *corev1.Pod) { p.Labels = map[string]string{"jobset.sigs.k8s.io/jobset-name": "js"} })
 	add("node-owner", func(p *corev1.Pod) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n", UID: "u"}}
 	})
