@@ -129,9 +129,12 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 	// A policy-mode manager's guard of the params too (its writer does not matter for the names).
 	objs = admissionpolicy.Objects(admissionpolicy.Options{Excluded: o.excluded, ParamsWriters: []string{"-"}})
 	// Bindings first, so no binding is left pointing at a deleted policy.
+	// Not fatal: webhook mode works whatever is left, and a manager without the RBAC to delete
+	// them (installed before policy mode existed) must still start.
 	for i := len(objs) - 1; i >= 0; i-- {
 		if err := c.Delete(ctx, objs[i]); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting %s %s left by policy mode: %w", objs[i].GetObjectKind().GroupVersionKind().Kind, objs[i].GetName(), err)
+			ctrl.Log.Error(err, "could not delete an admission policy object left by policy mode; delete it by hand",
+				"kind", objs[i].GetObjectKind().GroupVersionKind().Kind, "name", objs[i].GetName())
 		}
 	}
 	return nil
