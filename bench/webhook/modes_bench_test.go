@@ -46,6 +46,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		cpuPerPod time.Duration
 	}
 	for iter := 0; iter < b.N; iter++ {
+		loadAtStart := framework.LoadAverage()
 		rounds := map[burstSetup][]round{}
 		for i, setup := range order {
 			useSetup(b, c, setups, setup, fmt.Sprintf("modes-%d-%d", iter, i))
@@ -78,7 +79,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionModes, GOMAXPROCS=%d, %s, %d bare Pods per round in a governed namespace from %d workers, rounds in the order %s (each set-up's figures are the mean of its two rounds)\n",
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && flock /tmp/hyperbatch-bench.lock env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 30m\n")
-		fmt.Fprintf(&sb, "# load average at start: %s\n", framework.LoadAverage())
+		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
 		for _, s := range []struct {
 			name string
 			r    round
