@@ -18,11 +18,11 @@ FUZZTIME   ?= 10s
 PKGS       ?= $(shell $(GO) list -tags e2e ./... | grep -v /bench/)
 # The previous minor's control plane (docs/compatibility.md): make test runs everything on the
 # kube-apiserver/kube-controller-manager of hack/tools/k8s (1.37), then the scheduler and webhook
-# integration suites and the e2e journeys again on those of hack/tools/k8s136 (1.36), from bin/k8s-1.36/
+# integration suites, the admission policy suite and the e2e journeys again on those of hack/tools/k8s136 (1.36), from bin/k8s-1.36/
 # (the 1.36 binaries plus links to every other tool, manager and scheduler).
 BIN_136    := $(BIN)/k8s-1.36
 TOOLS_136  := kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36
-PKGS_136   ?= ./test/integration/scheduler/ ./test/integration/webhook/
+PKGS_136   ?= ./test/integration/scheduler/ ./test/integration/webhook/ ./test/integration/admissionpolicy/
 E2E_RUN_136 ?= ^TestJourney
 # The Kubernetes version bin/scheduler reports (kube-scheduler's --version and /version): the
 # k8s.io/kubernetes version in go.mod, which the chart's kubeVersion and docs/compatibility.md follow.

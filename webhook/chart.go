@@ -13,7 +13,8 @@ const ChartTemplatePath = "charts/hyperbatch/templates/webhooks.yaml"
 // and Service name as template values, and with the cert-manager cainjector annotation when the chart
 // runs in cert-manager mode. One Go source of truth, so the chart never drifts from the webhooks. In
 // the chart's mode member the HyperJob and PropagationPolicy webhooks are left out; in mode
-// control-plane none is rendered (the manager registers them on the Karmada apiserver).
+// control-plane none is rendered (the manager registers them on the Karmada apiserver); with the
+// admission policies admitting Pods the Pod entries are left out.
 func ChartTemplate() ([]byte, error) {
 	y, err := Manifests(ConfigOptions{ServiceNamespace: "{{ .Release.Namespace }}", ServiceName: "{{ .Values.webhook.service.name }}"})
 	if err != nil {
@@ -37,48 +38,99 @@ func ChartTemplate() ([]byte, error) {
 				"    cert-manager.io/inject-ca-from: \"{{ .Release.Namespace }}/{{ .Values.certs.certManager.certificateName }}\"\n"+
 				"{{- end }}\n")...), 1)
 	}
-	y = wrapPlaneOnlyWebhooks(y)
+	y, err = wrapEntries(y)
+	if err != nil {
+		return nil, err
+	}
 	return append(y, []byte("{{- end }}\n")...), nil
 }
 
-// planeOnlyWebhookPrefixes name the webhooks of the kinds a Karmada member cluster does not admit
-// (the manager's --mode=member serves neither): HyperJobs are split on the control plane.
+// PodEntriesCondition is the chart condition under which the Pod webhook entries are rendered: not
+// when the admission policies admit Pods (the chart's admission.mode, resolved by the
+// hyperbatch.admissionMode helper as the manager resolves --admission).
+const PodEntriesCondition = `{{- if ne (include "hyperbatch.admissionMode" .) "policy" }}`
+
+// PlaneOnlyCondition is the chart condition under which the webhooks of the kinds a Karmada member
+// cluster does not admit are rendered (the manager's --mode=member serves neither): HyperJobs are
+// split on the control plane.
+const PlaneOnlyCondition = `{{- if ne .Values.mode "member" }}`
+
+// planeOnlyWebhookPrefixes name the webhooks PlaneOnlyCondition guards.
 var planeOnlyWebhookPrefixes = []string{"hyperjob.", "hyperjob-update.", "propagationpolicy.", "propagationpolicy-update."}
 
-// wrapPlaneOnlyWebhooks puts each webhook of planeOnlyWebhookPrefixes (a list item at column 0,
-// "- ...", up to the next item or document) inside {{- if ne .Values.mode "member" }}.
-func wrapPlaneOnlyWebhooks(y []byte) []byte {
+// entryCondition is the chart condition a webhook entry renders under, or "" for always. The JobSet
+// PodGroup gate is not a Pod entry: it stays in every mode.
+func entryCondition(item []byte) string {
+	if isPodEntry(item) {
+		return PodEntriesCondition
+	}
+	for _, p := range planeOnlyWebhookPrefixes {
+		if bytes.Contains(item, []byte("\n  name: "+p)) {
+			return PlaneOnlyCondition
+		}
+	}
+	return ""
+}
+
+// wrapEntries puts each webhook entry (a list item starting "- " at the left margin, up to the next
+// line that is not indented) with a condition (entryCondition) inside it, and checks that every Pod
+// entry of the configurations was found.
+func wrapEntries(y []byte) ([]byte, error) {
 	lines := bytes.SplitAfter(y, []byte("\n"))
-	var out [][]byte
-	var item [][]byte
-	flush := func() {
-		planeOnly := false
-		for _, l := range item {
-			for _, p := range planeOnlyWebhookPrefixes {
-				planeOnly = planeOnly || bytes.HasPrefix(l, []byte("  name: "+p))
+	var out []byte
+	wrapped := 0
+	for i := 0; i < len(lines); {
+		if !bytes.HasPrefix(lines[i], []byte("- ")) {
+			out = append(out, lines[i]...)
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && len(lines[j]) > 0 && lines[j][0] == ' ' {
+			j++
+		}
+		item := bytes.Join(lines[i:j], nil)
+		cond := entryCondition(append([]byte("\n"), item...))
+		if cond == "" {
+			out = append(out, item...)
+		} else {
+			out = append(out, []byte(cond+"\n")...)
+			out = append(out, item...)
+			out = append(out, []byte("{{- end }}\n")...)
+		}
+		if cond == PodEntriesCondition {
+			wrapped++
+		}
+		i = j
+	}
+	want := 0
+	mwc, vwc := Configurations(ConfigOptions{})
+	for _, e := range mwc.Webhooks {
+		want += boolInt(isPodEntry([]byte("\n  name: " + e.Name + "\n")))
+	}
+	for _, e := range vwc.Webhooks {
+		want += boolInt(isPodEntry([]byte("\n  name: " + e.Name + "\n")))
+	}
+	if wrapped != want {
+		return nil, fmt.Errorf("rendering the chart template: %d Pod webhook entries found, want %d", wrapped, want)
+	}
+	return out, nil
+}
+
+func isPodEntry(item []byte) bool {
+	for _, mutating := range []bool{true, false} {
+		for _, name := range []string{EntryName(KindPod, mutating), UpdateEntryName(KindPod, mutating)} {
+			if bytes.Contains(item, []byte("\n  name: "+name+"\n")) {
+				return true
 			}
 		}
-		if planeOnly {
-			out = append(out, []byte("{{- if ne .Values.mode \"member\" }}\n"))
-		}
-		out = append(out, item...)
-		if planeOnly {
-			out = append(out, []byte("{{- end }}\n"))
-		}
-		item = nil
 	}
-	for _, l := range lines {
-		switch {
-		case bytes.HasPrefix(l, []byte("- ")):
-			flush()
-			item = append(item, l)
-		case item != nil && (len(l) == 0 || l[0] == ' '):
-			item = append(item, l)
-		default:
-			flush()
-			out = append(out, l)
-		}
+	return false
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
 	}
-	flush()
-	return bytes.Join(out, nil)
+	return 0
 }

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
-	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // Names and defaults of the webhook configurations.
@@ -137,8 +137,9 @@ func policyOf(k Kind) entryPolicy {
 		return entryPolicy{validateOps: createOrUpdate, failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
 	}
 	if k == KindPod {
-		// Pods: fail open and stay short.
-		return entryPolicy{mutateOps: createOrUpdate, validateOps: createOrUpdate,
+		// Pods: fail open and stay short. A CREATE is judged by the mutating webhook
+		// (mutator.judgeCreate): one call per Pod, so only UPDATEs have a validating entry.
+		return entryPolicy{mutateOps: createOrUpdate, validateOps: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 			failurePolicy: admissionregistrationv1.Ignore, timeout: PodTimeoutSeconds}
 	}
 	// Workloads: fail closed, so no gang runs without its policy's queue, priority and limits.
@@ -439,10 +440,7 @@ func objectSelector(k Kind) *metav1.LabelSelector {
 	if k != KindPod {
 		return nil
 	}
-	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: batchv1alpha1.JobNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
-		{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
-	}}
+	return defaults.WorkloadPodSelector()
 }
 
 func copyMap(m map[string]string) map[string]string {

@@ -35,8 +35,13 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 14 || len(vwc.Webhooks) != 15 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 14 (a CREATE and an UPDATE entry for 6 kinds and for the self-declared-gang JobSets) and 15 (the same for 7 kinds, and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 14 || len(vwc.Webhooks) != 14 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 14 (a CREATE and an UPDATE entry for 6 kinds and for the self-declared-gang JobSets) and 14 (the same for 7 kinds but no Pod CREATE: the mutating webhook judges it; and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	}
+	for _, e := range vwc.Webhooks {
+		if e.Name == EntryName(KindPod, false) {
+			t.Errorf("%s: a Pod CREATE makes one call, to %s", e.Name, EntryName(KindPod, true))
+		}
 	}
 	paths := map[string]string{}
 	check := func(name string, cc admissionregistrationv1.WebhookClientConfig, fp *admissionregistrationv1.FailurePolicyType, se *admissionregistrationv1.SideEffectClass,
@@ -161,7 +166,7 @@ func TestConfigurations(t *testing.T) {
 
 	// Service mode, a subset of kinds, an opt-out-style Pod selector.
 	mwc, vwc = Configurations(ConfigOptions{Kinds: []Kind{KindPod, KindPropagationPolicy}, PodNamespaceSelector: &metav1.LabelSelector{}})
-	if len(mwc.Webhooks) != 4 || len(vwc.Webhooks) != 4 {
+	if len(mwc.Webhooks) != 4 || len(vwc.Webhooks) != 3 {
 		t.Fatalf("kinds subset: %d mutating, %d validating", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	svc := mwc.Webhooks[2].ClientConfig.Service

@@ -34,6 +34,11 @@ type mutator[T client.Object] struct {
 	// refused is the kind's validator's judgement of the defaulted object (validator.refuses): a CREATE
 	// that is then refused, by hyperbatch's validator or by a webhook it defers to, gets no warning.
 	refused func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (bool, error)
+	// judgeCreate, when set, is the kind's validator run on the defaulted object of a CREATE
+	// (validator.judge): its refusal is the mutating webhook's answer, and the kind has no
+	// validating CREATE entry, so a CREATE costs one webhook call (Pods, docs/webhooks.md "One call
+	// per bare Pod").
+	judgeCreate func(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (field.ErrorList, []string, error)
 	// copyObj is the copy of the request's object that apply and finish fill on CREATE; nil: a
 	// deep copy. A kind whose engine and finish only set fields of the object's own structs and
 	// its annotations can use ownTopLevel, which shares everything else with the request's object
@@ -160,6 +165,17 @@ func (m *mutator[T]) create(ctx context.Context, req admission.Request, obj T, n
 	if err != nil {
 		m.log(ctx, req).Error(err, "defaulting failed")
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+	}
+	if m.judgeCreate != nil {
+		errs, warnings, err := m.judgeCreate(ctx, out, ns, pols)
+		if err != nil {
+			m.log(ctx, req).Error(err, "validation failed")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("hyperbatch: %w", err)), resultError
+		}
+		if len(errs) > 0 {
+			m.log(ctx, req).Info("denied", "reason", errs.ToAggregate().Error())
+			return invalid(m.gvk, nameOf(obj), errs).WithWarnings(warnings...), resultDenied
+		}
 	}
 	skipped := skippedWarnings(res.Skips)
 	quiet := false

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +26,7 @@ func (d *deps) podMutator() *mutator[*corev1.Pod] {
 		copyObj:     ownTopLevel[corev1.Pod],
 		finish:      d.podPriority,
 		refused:     d.podValidator().refuses,
+		judgeCreate: d.podValidator().judge,
 	}
 }
 
@@ -45,20 +44,15 @@ func (d *deps) podPriority(ctx context.Context, pod *corev1.Pod, ns defaults.Nam
 		return "", nil, err
 	}
 	if pc == nil {
-		return "", field.ErrorList{field.Invalid(field.NewPath("spec", "priorityClassName"), name,
-			fmt.Sprintf("PriorityClass %q does not exist; it is the default priorityClassName of WorkloadPolicy %q, which governs namespace %q: "+
-				"create the PriorityClass, correct the policy's spec.defaults.priorityClassName, or set spec.priorityClassName on the Pod",
-				name, res.Policy, ns.Name))}, nil
+		return "", field.ErrorList{defaults.MissingPriorityClass(name, res.Policy, ns.Name)}, nil
 	}
 	value := pc.Value
 	pod.Spec.Priority = &value
-	note := "spec.priority=" + strconv.FormatInt(int64(value), 10)
 	if pc.PreemptionPolicy != nil {
 		pp := *pc.PreemptionPolicy
 		pod.Spec.PreemptionPolicy = &pp
-		note += ", spec.preemptionPolicy=" + string(pp)
 	}
-	return note + " from PriorityClass " + name, nil, nil
+	return defaults.PriorityNote(name, value, pc.PreemptionPolicy), nil, nil
 }
 
 // Pods are checked for allowed queues only when they name one themselves and belong to no

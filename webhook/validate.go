@@ -61,6 +61,15 @@ func (v *validator[T]) refuses(ctx context.Context, obj T, ns defaults.Namespace
 	return len(c.errs) > 0, nil
 }
 
+// judge is the validator's findings on a CREATE of obj: its field errors and warnings.
+func (v *validator[T]) judge(ctx context.Context, obj T, ns defaults.Namespace, pols *defaults.Policies) (field.ErrorList, []string, error) {
+	c := &checker{ns: ns, pols: pols}
+	if err := v.check(ctx, c, obj, v.empty, false); err != nil {
+		return nil, nil, err
+	}
+	return c.errs, c.warnings, nil
+}
+
 // Handle implements admission.Handler.
 func (v *validator[T]) Handle(ctx context.Context, req admission.Request) admission.Response {
 	return timed("validating", v.kind, req, func() (admission.Response, string) { return v.handle(ctx, req) })

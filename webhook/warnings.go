@@ -1,80 +1,15 @@
 package webhook
 
 import (
-	"slices"
-	"strings"
-	"unicode/utf8"
-
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/jsonpatch"
 )
 
-// Warnings are shown by kubectl as "Warning: ..."; the apiserver truncates a response's warnings
-// beyond 4096 runes in total, so ours stay well below.
-const (
-	maxWarningRunes = 1500
-	maxValueRunes   = 120
-	warningPrefix   = "hyperbatch: "
-)
+const warningPrefix = defaults.WarningPrefix
 
-// defaultedWarning is e.g. "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal
-// from WorkloadPolicy team-a". Fields are grouped by source in the order they were filled.
+// defaultedWarning is defaults.DefaultedWarning with the values read from the patched object.
 func defaultedWarning(fills []defaults.Fill, obj jsonpatch.Doc, note string) string {
-	type group struct {
-		source string
-		items  []string
-	}
-	var groups []group
-	for _, f := range fills {
-		src := f.Describe()
-		i := slices.IndexFunc(groups, func(g group) bool { return g.source == src })
-		if i < 0 {
-			groups = append(groups, group{source: src})
-			i = len(groups) - 1
-		}
-		groups[i].items = append(groups[i].items, f.Path+"="+valueAt(obj, f.Path))
-	}
-	var b strings.Builder
-	b.Grow(256)
-	b.WriteString(warningPrefix + "defaulted ")
-	for i, g := range groups {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		for j, item := range g.items {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(item)
-		}
-		b.WriteString(" from " + g.source)
-	}
-	if note != "" {
-		if len(groups) > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(note)
-	}
-	return clip(b.String())
-}
-
-func valueAt(obj jsonpatch.Doc, path string) string {
-	s, ok := obj.Value(path)
-	if !ok {
-		return "?"
-	}
-	if utf8.RuneCountInString(s) > maxValueRunes {
-		s = string([]rune(s)[:maxValueRunes]) + "…"
-	}
-	return s
-}
-
-func clip(s string) string {
-	if utf8.RuneCountInString(s) <= maxWarningRunes {
-		return s
-	}
-	return string([]rune(s)[:maxWarningRunes]) + "… (see the " + hbv1.DefaultedByAnnotation + " annotation)"
+	return defaults.DefaultedWarning(fills, obj.Value, note)
 }
 
 // skippedWarnings are one warning per default the engine left out because it would contradict the
@@ -86,7 +21,7 @@ func skippedWarnings(skips []defaults.Skip) []string {
 	}
 	out := make([]string, len(skips))
 	for i, s := range skips {
-		out[i] = clip(warningPrefix + s.String())
+		out[i] = defaults.ClipWarning(warningPrefix + s.String())
 	}
 	return out
 }

@@ -185,7 +185,7 @@ func BenchmarkPeers(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	begin, load0 := time.Now(), loadAvg()
+	begin, load0 := time.Now(), framework.LoadAverage()
 	var sections []string
 	for _, tree := range peerTrees() {
 		b.Run("size="+tree.label, func(b *testing.B) {
@@ -235,7 +235,7 @@ func BenchmarkPeers(b *testing.B) {
 	if len(sections) > 0 && os.Getenv("HB_BENCH_RESULTS") != "off" {
 		head := fmt.Sprintf("# %s BenchmarkPeers, GOMAXPROCS=%d, %s; load average %s at start, %s at end; wall time %s\n"+
 			"# make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
-			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), load0, loadAvg(), time.Since(begin).Round(time.Second))
+			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second))
 		if err := framework.WriteResultSection("peers.txt", "scheduler", head+strings.Join(sections, "\n")); err != nil {
 			b.Errorf("writing bench/results/peers.txt: %v", err)
 		}

@@ -105,7 +105,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 	}
 	dir := b.TempDir()
 	quietKlog(b, dir)
-	load0 := loadAvg()
+	load0 := framework.LoadAverage()
 	var rows []tpRow
 	var setups []string
 	for _, nodes := range tpNodeCounts {
@@ -142,7 +142,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 		})
 	}
 	if len(rows) > 0 && !b.Failed() && os.Getenv("HB_BENCH_RESULTS") != "off" {
-		if err := appendResults(rows, setups, load0, loadAvg()); err != nil {
+		if err := appendResults(rows, setups, load0, framework.LoadAverage()); err != nil {
 			b.Errorf("appending to bench/results/scheduler.txt: %v", err)
 		}
 	}
@@ -398,18 +398,6 @@ func appendResults(rows []tpRow, setups []string, load0, load1 string) error {
 		err = cerr
 	}
 	return err
-}
-
-func loadAvg() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(raw))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], "/")
 }
 
 func quietKlog(b *testing.B, dir string) {

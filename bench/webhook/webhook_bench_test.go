@@ -41,6 +41,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/controllers/admissionparams"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
@@ -91,7 +92,8 @@ func TestMain(m *testing.M) {
 					noopCalls.Add(1)
 					return admission.Allowed("")
 				})))
-			return nil
+			// The admission policies' params of the bench namespace (BenchmarkAdmissionModes).
+			return admissionparams.NewReconciler(mgr, hbwebhook.DefaultNamespace).SetupWithManager(mgr)
 		},
 	})
 	if err != nil {
@@ -334,7 +336,7 @@ func median(runs []stats) stats {
 // BenchmarkPodBurst creates 10,000 Pods through the real apiserver six times, in three setups, in
 // the order hyperbatch, floor, none, none, floor, hyperbatch:
 //   - hyperbatch: hyperbatch's webhook configurations installed (every Pod of the governed bench
-//     namespace is defaulted by pod.mutate and checked by pod.validate);
+//     namespace is defaulted and checked by pod.mutate in one call);
 //   - floor: only one mutating entry for the bench namespace's Pods, calling a no-op webhook that
 //     answers "allowed" without a patch: the least any admission webhook can cost the apiserver;
 //   - none: no webhook configuration.
@@ -344,30 +346,16 @@ func median(runs []stats) stats {
 // the configurations are deleted or created, and the next round starts once a probe Pod shows the
 // apiserver follows the change.
 func BenchmarkPodBurst(b *testing.B) {
-	cfg := *w.Config
-	cfg.QPS, cfg.Burst = 5000, 5000
-	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	var mwc admissionregistrationv1.MutatingWebhookConfiguration
-	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.MutatingConfigurationName}, &mwc); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.ValidatingConfigurationName}, &vwc); err != nil {
-		b.Fatal(err)
-	}
+	c, mwc, vwc := burstClient(b)
 	setups := map[burstSetup][]client.Object{
-		setupHyperbatch: {&mwc, &vwc},
+		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
 	}
 	for iter := 0; iter < b.N; iter++ {
 		rates := map[burstSetup][]float64{}
 		for round, setup := range []burstSetup{setupHyperbatch, setupFloor, setupNone, setupNone, setupFloor, setupHyperbatch} {
 			useSetup(b, c, setups, setup, fmt.Sprintf("%d-%d", iter, round))
-			rates[setup] = append(rates[setup], burst(b, c, fmt.Sprintf("burst-%d-%d", iter, round), setup))
+			rates[setup] = append(rates[setup], burst(b, c, fmt.Sprintf("burst-%d-%d", iter, round), setup).rps)
 		}
 		useSetup(b, c, setups, setupHyperbatch, fmt.Sprintf("%d-end", iter))
 		sw, sf, sn := mean(rates[setupHyperbatch]), mean(rates[setupFloor]), mean(rates[setupNone])
@@ -384,6 +372,27 @@ func BenchmarkPodBurst(b *testing.B) {
 	}
 }
 
+// burstClient is a client without client-side rate limits for the bursts, and hyperbatch's webhook
+// configurations as installed.
+func burstClient(b *testing.B) (client.Client, *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	cfg := *w.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	c, err := client.New(&cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.MutatingConfigurationName}, &mwc); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: hbwebhook.ValidatingConfigurationName}, &vwc); err != nil {
+		b.Fatal(err)
+	}
+	return c, &mwc, &vwc
+}
+
 // burstSetup is the admission set-up of one burst round.
 type burstSetup string
 
@@ -391,7 +400,18 @@ const (
 	setupHyperbatch burstSetup = "hyperbatch"
 	setupFloor      burstSetup = "floor"
 	setupNone       burstSetup = "none"
+	// setupPolicy: hyperbatch's admission policies (policy mode), no webhook for Pods.
+	setupPolicy burstSetup = "policy"
 )
+
+// defaults reports whether Pods are defaulted under setup.
+func (s burstSetup) defaults() bool { return s == setupHyperbatch || s == setupPolicy }
+
+// burstResult is one burst round: its rate and the p99 of its creations' latency.
+type burstResult struct {
+	rps float64
+	p99 time.Duration
+}
 
 // floorConfiguration is the floor set-up's one mutating entry: the bench namespace's Pod CREATEs go
 // to the no-op webhook, served by the same server as hyperbatch's handlers (cc is theirs with the
@@ -433,8 +453,9 @@ func joinRates(xs []float64) string {
 // burst creates burstPods Pods from `concurrency` workers and returns pods/s; it fails the benchmark
 // when a creation fails, a Pod's defaulting does not match the set-up, or (floor) the no-op was not
 // called once per Pod.
-func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) float64 {
-	hooks := setup == setupHyperbatch
+func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) burstResult {
+	hooks := setup.defaults()
+	lat := make([]time.Duration, burstPods)
 	calls0 := noopCalls.Load()
 	var failures, wrong atomic.Int64
 	var firstErr atomic.Value
@@ -442,7 +463,10 @@ func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) float
 		return func(i int) {
 			p := pod()
 			p.Name = fmt.Sprintf("%s-%d", prefix, i)
-			if err := c.Create(context.Background(), p); err != nil {
+			t := time.Now()
+			err := c.Create(context.Background(), p)
+			lat[i] = time.Since(t)
+			if err != nil {
 				failures.Add(1)
 				firstErr.CompareAndSwap(nil, err.Error())
 				return
@@ -465,7 +489,8 @@ func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) float
 	if failures.Load() > 0 || wrong.Load() > 0 {
 		b.Errorf("pod burst %s (%s): %d failed, %d defaulted contrary to the set-up (first error: %v)", prefix, setup, failures.Load(), wrong.Load(), firstErr.Load())
 	}
-	return rps
+	slices.Sort(lat)
+	return burstResult{rps: rps, p99: lat[burstPods*99/100]}
 }
 
 // useSetup installs (copies of) the configurations of setup and deletes those of the others, then
@@ -502,7 +527,7 @@ func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Obje
 		}
 		called := noopCalls.Load() > calls0
 		_ = c.Delete(ctx, p)
-		return (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == (setup == setupHyperbatch) && called == (setup == setupFloor), nil
+		return (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() && called == (setup == setupFloor), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the webhook configurations of set-up %s: %v", setup, err)

@@ -35,6 +35,7 @@ func main() {
 	fs.StringVar(&o.controllers, "controllers", "*", "comma-separated controllers to run ('*' for all, '' for none): "+strings.Join(controllerNames(), ","))
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "serve the admission webhooks")
 	fs.StringVar(&o.webhookKinds, "webhook-kinds", "*", "comma-separated kinds whose admission webhooks are served (and, with --webhook-url, registered): '*' for all, or some of "+kindNames()+"; a Karmada control plane serves HyperJob,VolcanoJob,PropagationPolicy")
+	fs.StringVar(&o.admission, "admission", admissionWebhook, "how Pods are admitted: webhook (hyperbatch's Pod webhooks), policy (MutatingAdmissionPolicy and ValidatingAdmissionPolicy inside the apiserver, with per-namespace params the manager keeps; needs admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, Kubernetes 1.36+), or auto (policy where the apiserver serves it, else webhook). The other kinds keep their webhooks (docs/webhooks.md)")
 	fs.StringVar(&o.webhookHost, "webhook-host", "", "address the webhook server binds to (empty: all addresses)")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/hyperbatch-webhook-certs", "directory of tls.crt and tls.key; written by the rotator in self mode, so it must be writable")

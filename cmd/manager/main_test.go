@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -80,4 +81,20 @@ func TestApplyMode(t *testing.T) {
 
 	o = options{mode: "karmada"}
 	require.ErrorContains(t, applyMode(&o, nil), `--mode "karmada" is not one of standalone (one cluster), member`)
+}
+
+// In policy mode the kinds the admission policies cover leave the webhook configurations; the
+// other modes keep them all. --admission takes webhook, policy or auto only.
+func TestAdmissionModeKinds(t *testing.T) {
+	all, err := selectedWebhookKinds("*")
+	require.NoError(t, err)
+	require.Equal(t, all, webhookKindsFor(admissionWebhook, all))
+	got := webhookKindsFor(admissionPolicy, all)
+	require.NotContains(t, got, defaults.KindPod)
+	require.Len(t, got, len(all)-1)
+	_, _, err = resolveAdmission(nil, "policies")
+	require.EqualError(t, err, `--admission "policies" is not one of webhook, policy, auto`)
+	mode, _, err := resolveAdmission(nil, "webhook")
+	require.NoError(t, err)
+	require.Equal(t, admissionWebhook, mode)
 }

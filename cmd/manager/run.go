@@ -7,8 +7,11 @@ import (
 	"net/url"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -16,6 +19,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/hyperbatch/hyperbatch/certs"
+	"github.com/hyperbatch/hyperbatch/controllers/admissionparams"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode/config"
@@ -25,6 +29,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/controllers/workloadpolicy"
+	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
@@ -35,6 +40,14 @@ var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
 	"lifecycle":      func(m ctrl.Manager, _ options) error { return lifecycle.NewReconciler(m).SetupWithManager(m) },
+	// The admission policies' per-namespace params (policy mode; --admission).
+	"admissionparams": func(m ctrl.Manager, o options) error {
+		if o.admissionMode != admissionPolicy {
+			ctrl.Log.Info("admission params are off: Pods are admitted by webhooks", "admission", o.admissionMode)
+			return nil
+		}
+		return admissionparams.NewReconciler(m, o.excluded...).SetupWithManager(m)
+	},
 	"namespacelabel": func(m ctrl.Manager, o options) error {
 		return namespacelabel.NewReconciler(m, o.excluded...).SetupWithManager(m)
 	},
@@ -81,6 +94,9 @@ type options struct {
 	controllers    string
 	enableWebhooks bool
 	webhookKinds   string
+	// admission is --admission; admissionMode its resolution (webhook or policy), set by run.
+	admission     string
+	admissionMode string
 	// kinds is --webhook-kinds, parsed by run.
 	kinds          []webhook.Kind
 	webhookHost    string
@@ -125,10 +141,25 @@ func run(o options) error {
 	if o.kubeAPIQPS != 0 {
 		cfg.QPS, cfg.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 	}
+	var mode, why string
 	if o.mode == modeControlPlane {
 		if err := checkControlPlane(context.Background(), cfg, o.namespace); err != nil {
 			return err
 		}
+		// No Pod is admitted on a Karmada control plane, so the Pod admission policies have nothing
+		// to do there.
+		mode, why = admissionWebhook, "--mode=control-plane admits no Pods"
+	} else if mode, why, err = resolveAdmission(cfg, o.admission); err != nil {
+		return err
+	}
+	o.admissionMode = mode
+	setAdmissionMode(mode, why)
+	if err := applyAdmissionPolicies(context.Background(), cfg, mode, o); err != nil {
+		return err
+	}
+	if mode == admissionPolicy && !slices.Contains(names, admissionparams.ControllerName) {
+		// The policies read the params it writes: policy mode always runs it.
+		names = append(names, admissionparams.ControllerName)
 	}
 	mgrOpts := ctrl.Options{
 		Scheme:                  scheme.New(),
@@ -140,6 +171,10 @@ func run(o options) error {
 		LeaderElectionNamespace: o.namespace,
 		// Release the Lease on clean shutdown so a restarted manager takes over at once.
 		LeaderElectionReleaseOnCancel: true,
+		// The only ConfigMaps the manager reads are the admission params it writes.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{admissionpolicy.ParamsLabel: "true"})},
+		}},
 	}
 
 	var rot *certs.Rotator
@@ -176,7 +211,7 @@ func run(o options) error {
 			return fmt.Errorf("setting up controller %s: %w", n, err)
 		}
 	}
-	ctrl.Log.Info("starting manager", "mode", o.mode, "controllers", names, "webhooks", o.enableWebhooks, "webhookKinds", o.kinds, "certMode", o.certMode, "webhookURL", o.webhookURL)
+	ctrl.Log.Info("starting manager", "mode", o.mode, "admission", o.admissionMode, "controllers", names, "webhooks", o.enableWebhooks, "webhookKinds", o.kinds, "certMode", o.certMode, "webhookURL", o.webhookURL)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
@@ -232,7 +267,12 @@ func applyURLModeConfigurations(cfg *rest.Config, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating client for webhook configurations: %w", err)
 	}
-	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace, ExcludedNamespaces: o.excluded, Kinds: o.kinds})
+	kinds := webhookKindsFor(o.admissionMode, o.kinds)
+	if len(kinds) == 0 {
+		ctrl.Log.Info("no webhook configuration to register: the admission policies admit every kind of --webhook-kinds", "webhookKinds", o.kinds)
+		return nil
+	}
+	mwc, vwc := webhook.Configurations(webhook.ConfigOptions{URL: o.webhookURL, Namespace: o.namespace, ExcludedNamespaces: o.excluded, Kinds: kinds})
 	ctx := context.Background()
 	for _, obj := range []client.Object{mwc, vwc} {
 		obj.SetManagedFields(nil)

@@ -111,7 +111,8 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	if err := localproc.WriteSchedulerConfig(conf, cl.Kubeconfig(), cl.SchedulerConfig()); err != nil {
 		return err
 	}
-	var ho localproc.HyperbatchOptions
+	// Pods are admitted by the apiserver's admission policies where it serves them (1.36+).
+	ho := localproc.HyperbatchOptions{Admission: "auto"}
 	if o.discover {
 		if ho.DiscoveryConfig, err = writeDiscoveryConfig(cl); err != nil {
 			return err

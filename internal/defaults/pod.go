@@ -5,6 +5,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
@@ -90,4 +93,14 @@ func topologyMode(nt *hbv1.NetworkTopology) hbv1.NetworkTopologyMode {
 		return hbv1.NetworkTopologyHard
 	}
 	return nt.Mode
+}
+
+// WorkloadPodSelector picks the Pods admitted as Pods: those made by Volcano's job controller or by
+// a JobSet's Jobs come from templates the Volcano Job or JobSet admission already defaulted and
+// checked, so they are left out. The Pod webhooks and the Pod admission policies both match with it.
+func WorkloadPodSelector() *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: batchv1alpha1.JobNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
+		{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}
 }

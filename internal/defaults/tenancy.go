@@ -137,3 +137,36 @@ func ClusterRefusal(clusters []string, ns Namespace, pols *Policies) *Refusal {
 	}
 	return nil
 }
+
+// QueueRule is one policy whose allowedQueues apply to a namespace's workloads (see QueueRefusal),
+// in the form a check that runs elsewhere (the apiserver's admission policies) needs: the allowed
+// references normalized, and the refusal message without its first words.
+type QueueRule struct {
+	Policy  string
+	Invalid bool
+	// Allowed are the policy's allowedQueues after NormalizeQueue.
+	Allowed []string
+	// Message is Refusal.Error() for this policy with an empty What: " is not allowed in namespace
+	// ...". A refusal of queue q reads `queue "q"` followed by Message.
+	Message string
+}
+
+// QueueRules are the rules QueueRefusal applies in ns, in the order it applies them; policies
+// without allowedQueues are left out. A queue is allowed when every rule lists it; the first rule
+// that does not is the refusal.
+func QueueRules(ns Namespace, pols *Policies) []QueueRule {
+	var out []QueueRule
+	for _, b := range pols.binding(ns) {
+		allowed := b.policy.Spec.AllowedQueues
+		if len(allowed) == 0 {
+			continue
+		}
+		norm := make([]string, len(allowed))
+		for i, a := range allowed {
+			norm[i] = NormalizeQueue(a)
+		}
+		ref := &Refusal{Namespace: ns.Name, Policy: b.policy.Name, Allowed: slices.Clone(allowed), PolicyInvalid: b.invalid}
+		out = append(out, QueueRule{Policy: b.policy.Name, Invalid: b.invalid, Allowed: norm, Message: ref.Error()})
+	}
+	return out
+}

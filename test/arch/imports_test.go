@@ -50,8 +50,9 @@ var rules = []struct {
 	{"internal/scheme", []string{"api/v1alpha1"}},
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"internal/policyinputs", []string{"api/v1alpha1", "internal/defaults"}},
+	{"internal/admissionpolicy", []string{"api/v1alpha1", "internal/defaults"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
-	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract"}},
+	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract", "internal/admissionpolicy"}},
 	// HyperNode discovery: the framework, its config and fabric packages and the providers import
 	// one another, never another controller.
 	{"controllers/hypernode", []string{"controllers/hypernode"}},

@@ -54,13 +54,20 @@ func helm(t *testing.T, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// render runs helm template and decodes every document.
+// render runs helm template with these --set values and decodes every document.
 func render(t *testing.T, set ...string) []*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "hb", chartDir(), "--namespace", namespace, "--kube-version", "1.37.2"}
+	var args []string
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
+	return renderArgs(t, args...)
+}
+
+// renderArgs runs helm template with more arguments and decodes every document.
+func renderArgs(t *testing.T, extra ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := append([]string{"template", "hb", chartDir(), "--namespace", namespace, "--kube-version", "1.37.2"}, extra...)
 	out, err := helm(t, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +217,54 @@ func TestWebhooksMatchGo(t *testing.T) {
 	if objs := render(t, "manager.webhooks=false"); find(t, objs, "MutatingWebhookConfiguration", wantM.Name, &gotM) {
 		t.Error("manager.webhooks=false still renders webhook configurations")
 	}
+}
+
+// admission.mode: policy (and auto on a cluster serving MutatingAdmissionPolicy) leaves the Pod
+// entries out of the webhook configurations, exactly as webhook.Configurations without the Pod kind,
+// and passes --admission=policy; webhook (and auto without the API) keeps them; a bad value, or
+// policy without the API, is refused naming the value.
+func TestAdmissionMode(t *testing.T) {
+	mapAPI := "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
+	var noPod []webhook.Kind
+	for _, k := range webhook.AllKinds() {
+		if k != webhook.KindPod {
+			noPod = append(noPod, k)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		pods bool
+	}{
+		{"webhook", []string{"--set", "admission.mode=webhook", "--api-versions", mapAPI}, true},
+		{"auto without the API", []string{"--set", "admission.mode=auto"}, true},
+		{"auto with the API", []string{"--set", "admission.mode=auto", "--api-versions", mapAPI}, false},
+		{"policy", []string{"--set", "admission.mode=policy", "--api-versions", mapAPI}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			objs := renderArgs(t, c.args...)
+			opts := webhook.ConfigOptions{ServiceNamespace: namespace}
+			mode := "policy"
+			if c.pods {
+				mode = "webhook"
+			} else {
+				opts.Kinds = noPod
+			}
+			wantM, wantV := webhook.Configurations(opts)
+			var gotM admissionregistrationv1.MutatingWebhookConfiguration
+			var gotV admissionregistrationv1.ValidatingWebhookConfiguration
+			require.True(t, find(t, objs, "MutatingWebhookConfiguration", wantM.Name, &gotM) && find(t, objs, "ValidatingWebhookConfiguration", wantV.Name, &gotV))
+			assert.True(t, equality.Semantic.DeepEqual(gotM.Webhooks, wantM.Webhooks), "mutating entries")
+			assert.True(t, equality.Semantic.DeepEqual(gotV.Webhooks, wantV.Webhooks), "validating entries")
+			var dep appsv1.Deployment
+			require.True(t, find(t, objs, "Deployment", "hyperbatch-manager", &dep))
+			assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--admission="+mode)
+		})
+	}
+	_, err := helm(t, "template", "hb", chartDir(), "--kube-version", "1.37.2", "--set", "admission.mode=policies")
+	require.ErrorContains(t, err, `admission.mode must be webhook, policy or auto, got "policies"`)
+	_, err = helm(t, "template", "hb", chartDir(), "--kube-version", "1.37.2", "--set", "admission.mode=policy")
+	require.ErrorContains(t, err, "does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy")
 }
 
 // The scheduler profile in the chart is the documented one (docs/scheduler-config.yaml), both ship

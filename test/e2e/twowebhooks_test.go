@@ -7,9 +7,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +25,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // volcanoExamples are the Volcano Jobs among Volcano's own examples (volcano.sh/volcano
@@ -43,14 +42,9 @@ var volcanoExamples = []string{
 // volcanoModuleDir is volcano.sh/volcano's directory in the module cache (hack/tools/volcano pins it).
 func volcanoModuleDir(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", "volcano.sh/volcano")
-	cmd.Dir = filepath.Join(e2efw.RepoRoot(), "hack", "tools", "volcano")
-	out, err := cmd.Output()
-	require.NoError(t, err, "go mod download volcano.sh/volcano (in hack/tools/volcano)")
-	var m struct{ Dir string }
-	require.NoError(t, json.Unmarshal(out, &m))
-	require.NotEmpty(t, m.Dir)
-	return m.Dir
+	dir, err := builders.VolcanoModuleDir()
+	require.NoError(t, err)
+	return dir
 }
 
 // Volcano's examples write `queue: default`. With a policy whose queue is another one, a client-side

@@ -66,3 +66,19 @@ spec:
     matchLabels: {app.kubernetes.io/name: hyperbatch, app.kubernetes.io/instance: {{ .root.Release.Name }}, app.kubernetes.io/component: {{ .component }}}
 {{- end }}
 {{- end -}}
+
+{{/* The admission mode, resolved as the manager resolves --admission: policy where the apiserver
+serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicy and admission.mode is policy or auto,
+else webhook. */}}
+{{- define "hyperbatch.admissionMode" -}}
+{{- if not (has .Values.admission.mode (list "webhook" "policy" "auto")) -}}
+{{- fail (printf "admission.mode must be webhook, policy or auto, got %q" .Values.admission.mode) -}}
+{{- end -}}
+{{- if and (ne .Values.admission.mode "webhook") (.Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy") -}}
+policy
+{{- else if eq .Values.admission.mode "policy" -}}
+{{- fail "admission.mode=policy: the cluster does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes 1.36 or later); use webhook or auto" -}}
+{{- else -}}
+webhook
+{{- end -}}
+{{- end -}}

@@ -11,8 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -123,4 +126,39 @@ func CreateReadyNode(t testing.TB, cs kubernetes.Interface, node *corev1.Node, c
 	if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("node %s taints: %v", node.Name, err)
 	}
+}
+
+// Warnings records the admission warnings a client receives (a rest.WarningHandler).
+type Warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *Warnings) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+// Take returns the warnings received since the last Take and forgets them.
+func (w *Warnings) Take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// WarningClient is a client on cfg whose admission warnings the test reads from the Warnings.
+func WarningClient(t testing.TB, cfg *rest.Config) (client.Client, *Warnings) {
+	t.Helper()
+	w := &Warnings{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler, cfg.WarningHandlerWithContext = w, nil
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, w
 }

@@ -32,3 +32,17 @@ func WriteResultSection(file, section, body string) error {
 	}
 	return nil
 }
+
+// LoadAverage is the machine's 1, 5 and 15 minute load averages ("1.02/0.88/0.75"), "?" when
+// /proc/loadavg cannot be read: benchmark results say how busy the shared machine was.
+func LoadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], "/")
+}

@@ -43,6 +43,9 @@ type WebhookEnvOptions struct {
 	Register func(manager.Manager) error
 	// CRDDirs replaces the default CRD directories (Options.CRDDirs).
 	CRDDirs []string
+	// Config, when set, edits the webhook configurations' options before they are built (e.g. a
+	// PodNamespaceSelector that leaves some namespaces to the admission policies).
+	Config func(*hbwebhook.ConfigOptions)
 }
 
 // StartWithWebhooks starts the control plane with hyperbatch's webhook configurations installed and
@@ -55,7 +58,11 @@ func StartWithWebhooks(opts WebhookEnvOptions) (*WebhookEnv, error) {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	url := fmt.Sprintf("https://127.0.0.1:%d", port)
-	mwc, vwc := hbwebhook.Configurations(hbwebhook.ConfigOptions{URL: url})
+	co := hbwebhook.ConfigOptions{URL: url}
+	if opts.Config != nil {
+		opts.Config(&co)
+	}
+	mwc, vwc := hbwebhook.Configurations(co)
 	env, err := Start(Options{CRDDirs: opts.CRDDirs, WebhookInstall: &envtest.WebhookInstallOptions{
 		LocalServingHost:   "127.0.0.1",
 		LocalServingPort:   port,

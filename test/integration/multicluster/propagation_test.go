@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,8 +23,8 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
 // TestMembersJoined: both members are Ready Clusters whose resourceSummary counts exactly the kwok
@@ -180,13 +179,9 @@ func TestVolcanoJobPropagation(t *testing.T) {
 // hack/tools/volcano pins) from the Go module cache.
 func volcanoExampleJob(t *testing.T) *batchv1alpha1.Job {
 	t.Helper()
-	cmd := exec.Command("go", "mod", "download", "-json", "volcano.sh/volcano")
-	cmd.Dir = filepath.Join(framework.RepoRoot(), "hack", "tools", "volcano")
-	out, err := cmd.Output()
-	require.NoError(t, err, "go mod download volcano.sh/volcano (in hack/tools/volcano)")
-	var m struct{ Dir string }
-	require.NoError(t, json.Unmarshal(out, &m))
-	raw, err := os.ReadFile(filepath.Join(m.Dir, "example", "job.yaml"))
+	dir, err := builders.VolcanoModuleDir()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(dir, "example", "job.yaml"))
 	require.NoError(t, err)
 	job := &batchv1alpha1.Job{}
 	require.NoError(t, yaml.UnmarshalStrict(raw, job))

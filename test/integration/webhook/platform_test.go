@@ -68,7 +68,7 @@ func TestPaddedQueueAndCoherentDefaults(t *testing.T) {
 	require.NoError(t, c.Create(ctx, pp))
 	assert.Empty(t, pp.Spec.Placement.SpreadConstraints, "team-a's maxClusters 1 voided the sample's two-cluster division")
 	assert.True(t, pp.Spec.PropagateDeps, "the policy's other defaults still apply")
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"),
 		"hyperbatch: spec.placement.spreadConstraints (maxClusters 1 from WorkloadPolicy team-a) was not defaulted: it would contradict "+
 			"the Weighted division in spec.placement.replicaScheduling.weightPreference.staticWeightList, which names 2 clusters (member1, member2)")
 
@@ -76,7 +76,7 @@ func TestPaddedQueueAndCoherentDefaults(t *testing.T) {
 	require.NoError(t, c.Create(ctx, pinned))
 	assert.Nil(t, pinned.Spec.NetworkTopology)
 	assert.Equal(t, "team-a", pinned.Spec.Queue)
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"),
 		`spec.networkTopology (networkTopology hard, highestTierAllowed 2 from WorkloadPolicy team-a) was not defaulted: it would contradict spec.tasks[0].template.spec.nodeName "node-7"`)
 }
 

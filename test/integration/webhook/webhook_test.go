@@ -95,7 +95,7 @@ func TestPodDefaults(t *testing.T) {
 			t.Errorf("annotation %s = %q, want %q", k, pod.Annotations[k], v)
 		}
 	}
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"),
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"),
 		"hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
 		"from WorkloadPolicy team-a", "spec.priority=1000, spec.preemptionPolicy=PreemptLowerPriority from PriorityClass batch-normal")
 
@@ -130,13 +130,14 @@ func TestPodDefaults(t *testing.T) {
 		t.Errorf("pod of a namespace without %s was mutated: %v", hbv1.PodWebhookLabel, other.Annotations)
 	}
 
-	// A queue outside allowedQueues is denied for a bare Pod too.
+	// A queue outside allowedQueues is denied for a bare Pod too, by the mutating webhook: a Pod
+	// CREATE makes one webhook call (docs/webhooks.md, "One call per bare Pod").
 	bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "pods-a", Annotations: map[string]string{defaults.QueueNameAnnotation: "gpu"}}, Spec: podSpec()}
 	err := c.Create(ctx, bad)
 	if !apierrors.IsInvalid(err) {
 		t.Fatalf("want Invalid, got %v", err)
 	}
-	wantContains(t, "error", err.Error(), `admission webhook "pod.validate.hyperbatch.dev" denied the request`, `queue "gpu" is not allowed in namespace "pods-a"`)
+	wantContains(t, "error", err.Error(), `admission webhook "pod.mutate.hyperbatch.dev" denied the request`, `queue "gpu" is not allowed in namespace "pods-a"`)
 }
 
 // A policy naming a PriorityClass that does not exist: the Pod is denied, naming both.
@@ -169,7 +170,7 @@ func TestWorkloadDefaults(t *testing.T) {
 		job.Annotations[hbv1.ActiveDeadlineSecondsAnnotation] != "604800" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("Volcano Job not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
-	wantContains(t, "warning", strings.Join(w.take(), "\n"), "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
+	wantContains(t, "warning", strings.Join(w.Take(), "\n"), "hyperbatch: defaulted spec.queue=team-a, spec.priorityClassName=batch-normal, spec.schedulerName=hyperbatch-scheduler",
 		`spec.networkTopology={"highestTierAllowed":2,"mode":"hard"}`, "spec.ttlSecondsAfterFinished=86400",
 		"metadata.annotations[hyperbatch.dev/active-deadline-seconds]=604800 from WorkloadPolicy team-a")
 
@@ -242,7 +243,7 @@ func TestNamespaceAnnotationPrecedence(t *testing.T) {
 	if job.Spec.Queue != "shared" || !strings.HasPrefix(job.Annotations[hbv1.DefaultedByAnnotation], "namespace:ml/queue;team-a/priorityClassName") {
 		t.Errorf("queue %q defaulted-by %q", job.Spec.Queue, job.Annotations[hbv1.DefaultedByAnnotation])
 	}
-	wantContains(t, "warning", strings.Join(w.take(), "\n"), "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)")
+	wantContains(t, "warning", strings.Join(w.Take(), "\n"), "spec.queue=shared from namespace ml (annotation scheduling.volcano.sh/queue-name)")
 	user := vcJob("ml", "from-user", func(s *batchv1alpha1.JobSpec) { s.Queue = "team-a" })
 	if err := c.Create(ctx, user); err != nil {
 		t.Fatal(err)
@@ -354,7 +355,7 @@ func TestLifecycleValidation(t *testing.T) {
 	if err := c.Create(ctx, short); err != nil {
 		t.Fatal(err)
 	}
-	wantContains(t, "warnings", strings.Join(w.take(), "\n"), "spec.ttlSecondsAfterFinished=30 from WorkloadPolicy short-ttl",
+	wantContains(t, "warnings", strings.Join(w.Take(), "\n"), "spec.ttlSecondsAfterFinished=30 from WorkloadPolicy short-ttl",
 		"hyperbatch: spec.ttlSecondsAfterFinished=30: the workload is deleted 30s after it finishes")
 }
 
@@ -405,7 +406,7 @@ func TestDryRun(t *testing.T) {
 	if job.Spec.Queue != "team-a" || job.Annotations[hbv1.DefaultedByAnnotation] != allTeamA {
 		t.Errorf("dry-run object not defaulted: %+v %v", job.Spec, job.Annotations)
 	}
-	if len(w.take()) == 0 {
+	if len(w.Take()) == 0 {
 		t.Error("no warning on a dry run")
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "dry", Namespace: "dry-a"}, Spec: podSpec()}
@@ -460,7 +461,7 @@ func TestUpdateKeepsDefaults(t *testing.T) {
 		upd.Annotations[hbv1.DefaultedByAnnotation] != js.Annotations[hbv1.DefaultedByAnnotation] {
 		t.Errorf("defaults dropped by the update: %v %+v %v", pt.Annotations, pt.Spec, upd.Annotations)
 	}
-	if got := w.take(); len(got) != 0 {
+	if got := w.Take(); len(got) != 0 {
 		t.Errorf("warnings on an update that changes nothing: %v", got)
 	}
 }

@@ -195,6 +195,9 @@ func Kwok(c Cluster, bin string) Component {
 type HyperbatchOptions struct {
 	// DiscoveryConfig, when set, is the manager's --discovery-config (HyperNode discovery).
 	DiscoveryConfig string
+	// Admission, when set, is the manager's --admission (webhook, policy or auto); unset keeps the
+	// manager's default (webhook).
+	Admission string
 }
 
 // Hyperbatch is hyperbatch's own components for the cluster's role: the manager (webhooks in URL mode
@@ -233,6 +236,9 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 	}
 	if o.DiscoveryConfig != "" {
 		manager.Args = append(manager.Args, "--discovery-config="+o.DiscoveryConfig)
+	}
+	if o.Admission != "" {
+		manager.Args = append(manager.Args, "--admission="+o.Admission)
 	}
 	switch c.Role {
 	case RoleKarmada:
