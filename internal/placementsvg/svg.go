@@ -34,6 +34,11 @@ type Picture struct {
 	Slots int
 	// Rows is the tree's layout, shared by every panel.
 	Rows []Row
+	// NameGroups gives every grey block a <title> with its HyperNode's name (a tooltip, and a name
+	// tests can find).
+	NameGroups bool
+	// MinWidth widens a small picture (its title and legend need the room); 0 for none.
+	MinWidth int
 	// Panels are drawn side by side; an Empty panel keeps its place and draws nothing.
 	Panels []Panel
 	// LegendTitle heads the legend of Gangs; Gangs are indexed by Pods.Gang and coloured by index.
@@ -133,8 +138,10 @@ func ColorOf(i int) string {
 func (p *Picture) SVG() string {
 	l := p.layout()
 	pw, ph := l.panelW, l.panH
-	legendH := 16 * ((len(p.Gangs) + 3) / 4)
-	width := len(p.Panels)*pw + max(len(p.Panels)-1, 0)*PanelGap
+	width := max(len(p.Panels)*pw+max(len(p.Panels)-1, 0)*PanelGap, p.MinWidth)
+	// Legend columns of at least 300 pixels, at most 4.
+	cols := min(max(width/300, 1), 4)
+	legendH := 16 * ((len(p.Gangs) + cols - 1) / cols)
 	height := ph + legendH + 70
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
@@ -149,6 +156,10 @@ func (p *Picture) SVG() string {
 		fmt.Fprintf(&sb, `<text x="%d" y="44">%s</text>`+"\n", LabelW, html.EscapeString(panel.Subtitle))
 		for i, g := range l.groups {
 			xy := l.groupsXY[i]
+			if p.NameGroups {
+				fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="%d" height="%d" fill="#e6e6e6"><title>%s</title></rect>`+"\n", xy.x, xy.y, len(g.Nodes)*Cell, p.Slots*Cell, html.EscapeString(g.Name))
+				continue
+			}
 			fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="%d" height="%d" fill="#e6e6e6"/>`+"\n", xy.x, xy.y, len(g.Nodes)*Cell, p.Slots*Cell)
 		}
 		for i, g := range l.groups {
@@ -184,9 +195,9 @@ func (p *Picture) SVG() string {
 	}
 	ly := ph + 24
 	fmt.Fprintf(&sb, `<text x="4" y="%d" font-weight="bold">%s</text>`+"\n", ly, html.EscapeString(p.LegendTitle))
-	colW := width / 4
+	colW := width / cols
 	for i, g := range p.Gangs {
-		x, y := 4+(i%4)*colW, ly+8+(i/4)*16
+		x, y := 4+(i%cols)*colW, ly+8+(i/cols)*16
 		fmt.Fprintf(&sb, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s (%s)</text>`+"\n", x, y, ColorOf(i), x+16, y+10, html.EscapeString(g.Name), html.EscapeString(g.Note))
 	}
 	sb.WriteString("</svg>\n")

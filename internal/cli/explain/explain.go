@@ -122,11 +122,15 @@ func LookupKind(name string) (defaults.KindSpec, error) {
 		"hj": defaults.KindHyperJob, "pp": defaults.KindPropagationPolicy,
 	}
 	var valid []string
+	ambiguous := n == "job" || n == "jobs"
 	for _, k := range defaults.Kinds() {
 		if k.Kind == defaults.KindWorkloadPolicy {
 			continue
 		}
 		valid = append(valid, string(k.Kind))
+		if ambiguous {
+			continue
+		}
 		names := []string{strings.ToLower(string(k.Kind)), k.Resource, strings.TrimSuffix(k.Resource, "s"),
 			k.Resource + "." + k.GVK.Group, strings.ToLower(k.GVK.Kind) + "." + k.GVK.Group}
 		if k.GVK.Group == "" {
@@ -142,7 +146,7 @@ func LookupKind(name string) (defaults.KindSpec, error) {
 		}
 	}
 	hint := ""
-	if n == "job" || n == "jobs" {
+	if ambiguous {
 		hint = " (a Volcano Job is vcjob; Kubernetes Jobs are not admitted by hyperbatch)"
 	}
 	return defaults.KindSpec{}, exitcode.Usagef("kind %q is not one hyperbatch explains%s; use one of %s (or pod, vcjob, pg, jobset, hyperjob, pp)",

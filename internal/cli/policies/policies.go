@@ -186,7 +186,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.NotReady) > 0 {
-		fmt.Fprintln(w, "\nNot ready:")
+		fmt.Fprintln(w, "\nConditions not True (Ready, QueuesExist):")
 		rows = [][]string{{"POLICY", "CONDITION", "STATUS", "REASON", "MESSAGE"}}
 		for _, n := range r.NotReady {
 			rows = append(rows, []string{n.Policy, n.Condition, n.Status, n.Reason, n.Message})

@@ -382,6 +382,8 @@ func (r *Report) Picture() placementsvg.Picture {
 		Title: fmt.Sprintf("HyperNode tree: %d HyperNodes, %d nodes × %d %s cells, rows = HyperNodes above the leaves, grey blocks = leaf HyperNodes; one colour per gang",
 			len(r.Domains), len(r.nodes), slots, r.Accelerator),
 		Slots:       int(slots),
+		NameGroups:  true,
+		MinWidth:    900,
 		LegendTitle: "Gangs (phase; placed pods / minMember; lowest HyperNode holding them)",
 	}
 	gangIdx := map[string]int{}
