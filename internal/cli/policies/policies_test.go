@@ -43,7 +43,7 @@ func TestRecordedCluster(t *testing.T) {
 func TestInvalidAndUnobserved(t *testing.T) {
 	s := clitest.Recorded(t, "localcluster.yaml")
 	bad := hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "bad", Generation: 2},
-		Spec: hbv1.WorkloadPolicySpec{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "in"}}}},
+		Spec:   hbv1.WorkloadPolicySpec{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "in"}}}},
 		Status: hbv1.WorkloadPolicyStatus{ObservedGeneration: 1}}
 	s.Policies = append(s.Policies, bad)
 	r := policies.Build(s)
