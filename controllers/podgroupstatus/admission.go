@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 )
 
 // verdict is the enqueue decision for one gang.
@@ -27,21 +29,14 @@ type candidate struct {
 	min      corev1.ResourceList
 }
 
-// queueOrder is the scheduler plugin's QueueSort order for gangs: higher priority, then older, then
-// by key.
+// queueOrder sorts the candidates in the scheduler plugin's QueueSort order for gangs
+// (gangcontract.Order: higher priority, then older, then by key).
 func queueOrder(c []candidate) {
-	sort.SliceStable(c, func(i, j int) bool {
-		if c[i].priority != c[j].priority {
-			return c[i].priority > c[j].priority
-		}
-		if !c[i].created.Equal(c[j].created) {
-			return c[i].created.Before(c[j].created)
-		}
-		if c[i].key.Namespace != c[j].key.Namespace {
-			return c[i].key.Namespace < c[j].key.Namespace
-		}
-		return c[i].key.Name < c[j].key.Name
-	})
+	sort.SliceStable(c, func(i, j int) bool { return c[i].order().Before(c[j].order()) })
+}
+
+func (c candidate) order() gangcontract.Order {
+	return gangcontract.Order{Priority: c.priority, Created: c.created, Namespace: c.key.Namespace, Name: c.key.Name}
 }
 
 // queueOpen says whether a Queue accepts new gangs: status.state Open, or empty (no queue controller

@@ -8,16 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 )
 
 // Condition reasons this controller writes.
 const (
-	// ReasonGangWaiting is the scheduler plugin's reason (scheduler-plugin/hypertopology
-	// ReasonGangWaiting) for a gang it cannot place yet; the message is the plugin's, read from the
-	// member pods' PodScheduled=False condition.
-	ReasonGangWaiting = "GangWaiting"
+	// ReasonGangWaiting is the scheduler plugin's reason for a gang it cannot place yet (shared in
+	// gangcontract); the message is the plugin's, read from the member pods' PodScheduled=False
+	// condition.
+	ReasonGangWaiting = gangcontract.ReasonGangWaiting
 	// ReasonGangScheduled: minMember pods are bound.
-	ReasonGangScheduled = "GangScheduled"
+	ReasonGangScheduled = gangcontract.ReasonGangScheduled
 	// ReasonQueueNotFound, ReasonQueueClosed, ReasonQueueCapabilityExceeded, ReasonQueueFIFO: the gang
 	// stays Pending (enqueue refused).
 	ReasonQueueNotFound           = "QueueNotFound"

@@ -89,27 +89,6 @@ func TestSpecOfAndResolve(t *testing.T) {
 	}
 }
 
-func TestTrackerPlaced(t *testing.T) {
-	tr := NewTracker()
-	k := Key{"ns", "g"}
-	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "b"}, Spec: corev1.PodSpec{NodeName: "n1"}}
-	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "p"}}
-	tr.Assume(k, pending, "n2")
-	tr.Assume(k, bound, "n1")
-	got := tr.Placed(k, []*corev1.Pod{bound, pending})
-	if len(got) != 2 || got["b"] != "n1" || got["p"] != "n2" {
-		t.Fatalf("Placed = %v", got)
-	}
-	tr.Forget(k, "p")
-	tr.Forget(k, "b")
-	if got := tr.Placed(k, []*corev1.Pod{bound, pending}); len(got) != 1 || got["b"] != "n1" {
-		t.Fatalf("Placed after forget = %v", got)
-	}
-	if len(tr.Assumed(k)) != 0 {
-		t.Fatalf("assumed left over")
-	}
-}
-
 // Volcano's job controller writes ResourceQuota-style minResources; only node resources are a floor.
 func TestSpecOfMinResourcesFromVolcano(t *testing.T) {
 	q := resource.MustParse

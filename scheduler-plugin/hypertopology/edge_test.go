@@ -28,14 +28,14 @@ func TestPodGroupDeleteReleasesReservations(t *testing.T) {
 	p, h, pods, _ := permitFixture(t, 3, "a", "b", "c")
 	key := gang.Key{Namespace: "ns", Name: "g"}
 	for i, m := range pods[:2] {
-		p.tracker.Assume(key, m, fmt.Sprintf("n%d", i))
+		p.res.Assume(key, m, fmt.Sprintf("n%d", i))
 		h.add(m)
 	}
 	p.events = newRecorder(nil)
 	p.onPodGroupDelete(pg("g", time.Now(), 3))
 	assert.True(t, h.waiting[pods[0].UID].rejected, "a released")
 	assert.True(t, h.waiting[pods[1].UID].rejected, "b released")
-	assert.Zero(t, len(p.tracker.Assumed(key)), "reservations forgotten")
+	assert.Zero(t, len(p.res.Assumed(key)), "reservations forgotten")
 }
 
 // A node that leaves the cluster re-plans every gang waiting on it, also gangs with no plan (no
@@ -60,8 +60,8 @@ func TestNodeLeavingReleasesWaitingGang(t *testing.T) {
 				p.tree.Read(func(tr topology.Tree) { tc.plan.treeGen = tr.Generation() })
 				p.setPlan(key, tc.plan)
 			}
-			p.tracker.Assume(key, pods[0], "n1")
-			p.tracker.Assume(key, pods[1], "n2")
+			p.res.Assume(key, pods[0], "n1")
+			p.res.Assume(key, pods[1], "n2")
 			wa, wb := h.add(pods[0]), h.add(pods[1])
 
 			p.revalidateWaiting(klog.Background()) // nothing changed: nothing released
@@ -70,7 +70,7 @@ func TestNodeLeavingReleasesWaitingGang(t *testing.T) {
 			p.tree.DeleteNode("n2")
 			p.revalidateWaiting(klog.Background())
 			assert.True(t, wa.rejected && wb.rejected, "the gang waiting on the deleted node n2 is released")
-			assert.Zero(t, len(p.tracker.Assumed(key)), "reservations forgotten")
+			assert.Zero(t, len(p.res.Assumed(key)), "reservations forgotten")
 			assert.Nil(t, p.getPlan(key), "plan dropped")
 			assert.True(t, h.activated["ns/a"] && h.activated["ns/c"], "the gang's pods are re-activated (a node deletion is no requeueing event)")
 		})
@@ -101,18 +101,18 @@ func TestReleaseYoungerKeepsAllowedPods(t *testing.T) {
 	h := &snapshotHandle{fakeHandle: fakeHandle{waiting: map[types.UID]*fakeWaiting{}}, nodes: []fwk.NodeInfo{ni}}
 	p.handle = h
 	yk := gang.Key{Namespace: "ns", Name: "young"}
-	p.tracker.Assume(yk, y1, "n1")
-	p.tracker.Assume(yk, y2, "n1")
+	p.res.Assume(yk, y1, "n1")
+	p.res.Assume(yk, y2, "n1")
 	w1, w2 := h.add(y1), h.add(y2)
 	w1.allowed = true
-	p.tracker.MarkAllowed(yk, y1.UID)
+	p.res.MarkAllowed(yk, y1.UID)
 
 	spec := gang.SpecOf(old, o1)
 	msg, ok := p.releaseYounger(context.Background(), o1, &spec)
 	require.True(t, ok, "the older gang fits once y2 is released: %s", msg)
 	assert.True(t, w2.rejected, "y2 (waiting) released")
 	assert.False(t, w1.rejected, "y1 (allowed) must not be rejected")
-	got := p.tracker.Assumed(yk)
+	got := p.res.Assumed(yk)
 	assert.Contains(t, got, y1.UID, "the allowed pod's reservation stays counted")
 	assert.NotContains(t, got, y2.UID)
 }
@@ -150,12 +150,12 @@ func TestPartlyBoundGangReported(t *testing.T) {
 
 	// Another member is still reserved (in flight): not partly bound.
 	key := gang.Key{Namespace: "ns", Name: "g"}
-	p.tracker.Assume(key, pods[3], "n3")
+	p.res.Assume(key, pods[3], "n3")
 	_, st := p.PreFilter(context.Background(), framework.NewCycleState(), pods[2], nil)
 	require.True(t, st.IsSuccess(), "PreFilter: %v", st)
 	assert.Empty(t, rec.reasons(ReasonGangPartlyBound))
 
-	p.tracker.Forget(key, pods[3].UID) // the reservation failed to bind
+	p.res.Forget(key, pods[3].UID) // the reservation failed to bind
 	_, st = p.PreFilter(context.Background(), framework.NewCycleState(), pods[2], nil)
 	require.True(t, st.IsSuccess(), "PreFilter: %v", st)
 	notes := rec.reasons(ReasonGangPartlyBound)

@@ -8,20 +8,16 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
 
-// Event reasons on PodGroups.
+// Event reasons on PodGroups (shared with the PodGroup status controller in gangcontract).
 const (
-	// ReasonGangWaiting: the gang cannot be placed yet (incomplete, no fitting HyperNode, tree invalid).
-	ReasonGangWaiting = "GangWaiting"
-	// ReasonGangScheduled: minMember pods hold nodes; they are released for binding.
-	ReasonGangScheduled = "GangScheduled"
-	// ReasonGangReleased: the gang's reservations were given up (timeout, failure, older gang, tree change).
-	ReasonGangReleased = "GangReleased"
-	// ReasonGangPartlyBound: fewer than minMember pods are bound and none is in flight (a bind failed
-	// after Permit, or the scheduler restarted mid-gang); the scheduler completes the gang.
-	ReasonGangPartlyBound = "GangPartlyBound"
+	ReasonGangWaiting     = gangcontract.ReasonGangWaiting
+	ReasonGangScheduled   = gangcontract.ReasonGangScheduled
+	ReasonGangReleased    = gangcontract.ReasonGangReleased
+	ReasonGangPartlyBound = gangcontract.ReasonGangPartlyBound
 )
 
 // recorder emits Events on PodGroups, at most one per gang and reason per message per minute: a

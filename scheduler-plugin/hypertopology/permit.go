@@ -3,7 +3,6 @@ package hypertopology
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +17,7 @@ import (
 // Reserve records the gang pod's node.
 func (p *Plugin) Reserve(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	if key, ok := gang.KeyOf(pod); ok {
-		p.tracker.Assume(key, pod, nodeName)
+		p.res.Assume(key, pod, nodeName)
 	}
 	return nil
 }
@@ -32,9 +31,9 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	// Under the gang lock, so that a concurrent Permit counts either all of these reservations or
 	// none of them.
-	unlock := p.lockGang(key)
-	p.tracker.Forget(key, pod.UID)
-	p.noteReleased(pod.UID)
+	unlock := p.res.lockGang(key)
+	p.res.Forget(key, pod.UID)
+	p.res.noteReleased(pod.UID)
 	n := p.rejectWaitingLocked(key, pod.UID, fmt.Sprintf("gang %s released: member %s/%s was unreserved", key, pod.Namespace, pod.Name))
 	unlock()
 	if n > 0 {
@@ -44,7 +43,7 @@ func (p *Plugin) Unreserve(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 				fmt.Sprintf("released %d reserved pod(s): member %s was unreserved (Permit timeout or rejection)", n, pod.Name))
 		}
 	}
-	if len(p.tracker.Assumed(key)) == 0 {
+	if len(p.res.Assumed(key)) == 0 {
 		p.dropPlan(key)
 	}
 }
@@ -64,7 +63,7 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if st == nil || st.spec == nil {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("gang %s was not resolved in PreFilter", key)), 0
 	}
-	unlock := p.lockGang(key)
+	unlock := p.res.lockGang(key)
 	defer unlock()
 	members := p.members(key)
 	placed := p.permitPlaced(key, pod, members)
@@ -80,9 +79,9 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 			}
 		})
 		// Allowed pods (and this one) leave the waiting list for binding but still hold their node.
-		p.tracker.MarkAllowed(key, pod.UID)
+		p.res.MarkAllowed(key, pod.UID)
 		for _, uid := range allowed {
-			p.tracker.MarkAllowed(key, uid)
+			p.res.MarkAllowed(key, uid)
 		}
 		if len(allowed) > 0 {
 			where := "the cluster"
@@ -107,57 +106,4 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 		}
 	}
 	return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting for %d more pod(s) of gang %s", int(st.spec.MinMember)-len(placed), key)), p.permitTimeout
-}
-
-// permitPlaced returns the gang's pods that really hold a node, by UID: bound members, and
-// reservations that are the current pod, still wait at Permit, or were already allowed to bind. A
-// reservation whose waiting pod is gone otherwise (rejected, timed out, its Unreserve not run yet)
-// is not counted. The scheduling cycle is sequential, so a pod that returned Wait from Permit is in
-// the waiting list before the next pod's Permit runs. Called with the gang lock held.
-func (p *Plugin) permitPlaced(key gang.Key, pod *corev1.Pod, members []*corev1.Pod) map[types.UID]string {
-	out := map[types.UID]string{}
-	for _, m := range members {
-		if m.Spec.NodeName != "" {
-			out[m.UID] = m.Spec.NodeName
-		}
-	}
-	for uid, a := range p.tracker.Assumed(key) {
-		if _, bound := out[uid]; bound {
-			continue
-		}
-		if uid == pod.UID || a.Allowed || p.handle.GetWaitingPod(uid) != nil {
-			out[uid] = a.Node
-		}
-	}
-	return out
-}
-
-// gangLock serializes Permit's count-and-allow against the paths that reject a gang's waiting pods.
-type gangLock struct {
-	sync.Mutex
-	refs int // holders and waiters; the entry is dropped at zero
-}
-
-// lockGang locks the gang and returns the unlock function.
-func (p *Plugin) lockGang(key gang.Key) (unlock func()) {
-	p.mu.Lock()
-	if p.gangLocks == nil {
-		p.gangLocks = map[gang.Key]*gangLock{}
-	}
-	l := p.gangLocks[key]
-	if l == nil {
-		l = &gangLock{}
-		p.gangLocks[key] = l
-	}
-	l.refs++
-	p.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
-		p.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(p.gangLocks, key)
-		}
-		p.mu.Unlock()
-	}
 }

@@ -103,7 +103,7 @@ func TestPermitIgnoresRejectedReservation(t *testing.T) {
 	p, h, pods, cs := permitFixture(t, 3, "a", "b", "c")
 	key := gang.Key{Namespace: "ns", Name: "g"}
 	for i, m := range pods {
-		p.tracker.Assume(key, m, []string{"n1", "n2", "n3"}[i])
+		p.res.Assume(key, m, []string{"n1", "n2", "n3"}[i])
 	}
 	// a was rejected and has left the waiting list; b still waits; c is in Permit now.
 	wb := h.add(pods[1])
@@ -122,7 +122,7 @@ func TestPermitIgnoresRejectedReservation(t *testing.T) {
 	// Allowed pods left the waiting list for binding and still count for a later member.
 	h.waiting = map[types.UID]*fakeWaiting{}
 	late := pod("d", "g", 0, 1)
-	p.tracker.Assume(key, late, "n4")
+	p.res.Assume(key, late, "n4")
 	if st, _ := p.Permit(context.Background(), cs, late, "n4"); !st.IsSuccess() {
 		t.Fatalf("late member: Permit = %v, want success (a, b, c are binding)", st)
 	}
@@ -134,17 +134,17 @@ func TestRejectForgetsReservations(t *testing.T) {
 	p, h, pods, cs := permitFixture(t, 3, "a", "b", "c")
 	key := gang.Key{Namespace: "ns", Name: "g"}
 	for i, m := range pods[:2] {
-		p.tracker.Assume(key, m, []string{"n1", "n2"}[i])
+		p.res.Assume(key, m, []string{"n1", "n2"}[i])
 		h.add(m)
 	}
 	if n := p.rejectWaiting(key, "", "test"); n != 2 {
 		t.Fatalf("rejected %d, want 2", n)
 	}
-	if got := p.tracker.Assumed(key); len(got) != 0 {
+	if got := p.res.Assumed(key); len(got) != 0 {
 		t.Fatalf("rejected reservations still tracked: %v", got)
 	}
 	// The rejected pods are still in the framework's list until their goroutines notice.
-	p.tracker.Assume(key, pods[2], "n3")
+	p.res.Assume(key, pods[2], "n3")
 	if st, _ := p.Permit(context.Background(), cs, pods[2], "n3"); st.Code() != fwk.Wait {
 		t.Fatalf("Permit = %v, want Wait", st)
 	}
@@ -157,7 +157,7 @@ func TestPermitSerializedWithReject(t *testing.T) {
 		p, h, pods, cs := permitFixture(t, 3, "a", "b", "c")
 		key := gang.Key{Namespace: "ns", Name: "g"}
 		for j, m := range pods {
-			p.tracker.Assume(key, m, []string{"n1", "n2", "n3"}[j])
+			p.res.Assume(key, m, []string{"n1", "n2", "n3"}[j])
 		}
 		wa, wb := h.add(pods[0]), h.add(pods[1])
 		var wg sync.WaitGroup
@@ -184,7 +184,7 @@ func TestPermitSerializedWithReject(t *testing.T) {
 func TestPodDeleteHintOwnGang(t *testing.T) {
 	p, h, pods, _ := permitFixture(t, 3, "a", "b", "c")
 	key := gang.Key{Namespace: "ns", Name: "g"}
-	p.tracker.Assume(key, pods[0], "n1")
+	p.res.Assume(key, pods[0], "n1")
 	h.add(pods[0])
 	p.rejectWaiting(key, "", "test")
 	bound := func(p *corev1.Pod) *corev1.Pod { p = p.DeepCopy(); p.Spec.NodeName = "n1"; return p }
@@ -209,7 +209,7 @@ func TestRevalidateDropsRootPlan(t *testing.T) {
 	p.tree.Read(func(tr topology.Tree) { gen = tr.Generation() })
 	key := gang.Key{Namespace: "ns", Name: "g"}
 	p.setPlan(key, &plan{pgUID: "uid-g", root: true, treeGen: gen, need: 2, describe: "the whole cluster"})
-	p.tracker.Assume(key, pods[0], "n1")
+	p.res.Assume(key, pods[0], "n1")
 	h.add(pods[0])
 
 	p.tree.AddOrUpdateHyperNode(parentHN("spine", 2, "s1")) // the tree grows a tier

@@ -52,26 +52,8 @@ const Name = args.PluginName
 // gangIndex indexes pods by "namespace/podgroup".
 const gangIndex = "hyperbatch.dev/gang"
 
-// Plugin is the HyperTopology scheduler plugin.
-//
-// # Locks, in the only order they may be taken
-//
-//  1. A gang lock (lockGang, one per gang): held by Permit while it counts the gang's reservations
-//     and allows its waiting pods, and by every path that rejects a gang's waiting pods (Unreserve,
-//     PostFilter, releaseYounger for each victim, revalidateWaiting, PodGroup deletion), which
-//     forget the rejected reservations before unlocking. Never two gang locks at once (victims are
-//     locked one after another, never under the reclaiming gang's lock), and never taken while
-//     holding the tree's read lock, p.mu or the tracker's lock.
-//  2. The tree cache's lock (topology.Cache.Read): domain choice and revalidation read the tree
-//     under it; they may take p.mu and the tracker's lock inside, but no gang lock (revalidateWaiting
-//     collects its verdicts under the read lock and rejects after releasing it).
-//  3. Leaf locks, held only for a map access and never while taking another lock: p.mu (plans,
-//     gangLocks' bookkeeping, released, queueTimes), the tracker's mutex (gang.Tracker), the event
-//     recorder's mutex, and the framework's waiting-pod map (IterateOverWaitingPods calls back under
-//     its read lock: callbacks only Allow/Reject and record UIDs).
-//
-// So a gang lock may be followed by 3; the tree lock by 3; nothing is taken under 3. Pod informer
-// reads (p.members, the PodGroup lister) take the informers' own locks and are safe anywhere.
+// Plugin is the HyperTopology scheduler plugin. Its reservation bookkeeping and the order in which
+// its locks may be taken are in reservations.go.
 type Plugin struct {
 	handle        fwk.Handle
 	args          *args.HyperTopologyArgs
@@ -80,25 +62,16 @@ type Plugin struct {
 	waitForEnqueue bool
 
 	tree     *topology.Cache
-	tracker  *gang.Tracker
+	res      *reservations
 	pgLister schedlisters.PodGroupLister
 	pods     cache.Indexer
 	events   *recorder
 
 	mu    sync.Mutex
 	plans map[gang.Key]*plan
-	// gangLocks (under mu) serialize Permit against rejections, per gang; see lockGang.
-	gangLocks map[gang.Key]*gangLock
-	// released (under mu) holds the UIDs of reservations this plugin gave back, with when, so that
-	// the scheduler's assigned-pod-delete event for them does not requeue the same gang.
-	released map[types.UID]time.Time
 	// queueTimes (under mu) is each gang's QueueSort time, fixed once; see gangQueueTime.
 	queueTimes map[gang.Key]time.Time
 }
-
-// releasedTTL is how long a released reservation is remembered: the scheduler emits its
-// assigned-pod-delete event right after Unreserve, so this only has to outlive that.
-const releasedTTL = time.Minute
 
 var (
 	_ fwk.QueueSortPlugin   = &Plugin{}
@@ -159,7 +132,7 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h fwk.Hand
 		permitTimeout:  time.Duration(*a.PermitTimeoutSeconds) * time.Second,
 		waitForEnqueue: *a.WaitForEnqueue,
 		tree:           topology.NewCache(),
-		tracker:        gang.NewTracker(),
+		res:            newReservations(),
 		plans:          map[gang.Key]*plan{},
 		events:         newRecorder(h.EventRecorder()),
 	}
@@ -259,7 +232,7 @@ func (p *Plugin) onPod(obj interface{}, added bool) {
 		return
 	}
 	if pod.Spec.NodeName != "" {
-		p.tracker.Forget(key, pod.UID)
+		p.res.Forget(key, pod.UID)
 		return
 	}
 	if !added {
@@ -281,7 +254,7 @@ func (p *Plugin) onPodDelete(obj interface{}) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		if key, ok := gang.KeyOf(pod); ok {
-			p.tracker.Forget(key, pod.UID)
+			p.res.Forget(key, pod.UID)
 			p.forgetQueueTimeIfEmpty(key)
 		}
 	}
@@ -331,69 +304,4 @@ func (p *Plugin) setPlan(key gang.Key, pl *plan) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.plans[key] = pl
-}
-
-// waitingByGang groups the pods waiting at Permit by gang.
-func (p *Plugin) waitingByGang() map[gang.Key][]fwk.WaitingPod {
-	out := map[gang.Key][]fwk.WaitingPod{}
-	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		if k, ok := gang.KeyOf(wp.GetPod()); ok {
-			out[k] = append(out[k], wp)
-		}
-	})
-	return out
-}
-
-// noteReleased remembers that the plugin itself gave back the reservation of pod uid.
-func (p *Plugin) noteReleased(uid types.UID) {
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.released == nil {
-		p.released = map[types.UID]time.Time{}
-	}
-	for u, t := range p.released { // keep the set short-lived
-		if now.Sub(t) > releasedTTL {
-			delete(p.released, u)
-		}
-	}
-	p.released[uid] = now
-}
-
-// wasReleased reports whether the plugin recently gave back the reservation of pod uid.
-func (p *Plugin) wasReleased(uid types.UID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t, ok := p.released[uid]
-	return ok && time.Since(t) <= releasedTTL
-}
-
-// rejectWaiting rejects every waiting pod of the gang except skip; it returns how many.
-func (p *Plugin) rejectWaiting(key gang.Key, skip types.UID, msg string) int {
-	unlock := p.lockGang(key)
-	defer unlock()
-	return p.rejectWaitingLocked(key, skip, msg)
-}
-
-// rejectWaitingLocked is rejectWaiting with the gang lock held by the caller. The rejected pods'
-// reservations are forgotten before the lock is released, so Permit never counts them.
-//
-// Pods Permit has already allowed are skipped: they may still be listed as waiting until their
-// binding goroutine picks the decision up, a Reject can no longer undo the Allow, and they hold
-// their node until bound, so their reservations must stay counted.
-func (p *Plugin) rejectWaitingLocked(key gang.Key, skip types.UID, msg string) int {
-	var rejected []types.UID
-	assumed := p.tracker.Assumed(key)
-	p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
-		pod := wp.GetPod()
-		if k, ok := gang.KeyOf(pod); ok && k == key && pod.UID != skip && !assumed[pod.UID].Allowed {
-			wp.Reject(Name, msg)
-			rejected = append(rejected, pod.UID)
-		}
-	})
-	for _, uid := range rejected {
-		p.tracker.Forget(key, uid)
-		p.noteReleased(uid)
-	}
-	return len(rejected)
 }

@@ -40,7 +40,7 @@ func testPlugin(t *testing.T, pgs []*schedulingv1beta1.PodGroup, pods []*corev1.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Plugin{args: a, handle: &fakeHandle{waiting: map[types.UID]*fakeWaiting{}}, pgLister: schedlisters.NewPodGroupLister(pgIdx), pods: podIdx, tracker: gang.NewTracker(), plans: map[gang.Key]*plan{}}
+	return &Plugin{args: a, handle: &fakeHandle{waiting: map[types.UID]*fakeWaiting{}}, pgLister: schedlisters.NewPodGroupLister(pgIdx), pods: podIdx, res: newReservations(), plans: map[gang.Key]*plan{}}
 }
 
 func pg(name string, created time.Time, minMember int32) *schedulingv1beta1.PodGroup {
@@ -102,7 +102,7 @@ func TestQueueingHints(t *testing.T) {
 		}, fwk.Queue},
 		{"assigned plain pod deleted", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, bound(plain), nil) }, fwk.Queue},
 		{"own gang's reservation released", func() (fwk.QueueingHint, error) {
-			p.noteReleased("uid-y")
+			p.res.noteReleased("uid-y")
 			return p.hintPodDelete(logger, gp, bound(pod("y", "g", 0, 1)), nil)
 		}, fwk.QueueSkip},
 		{"own gang's bound pod deleted", func() (fwk.QueueingHint, error) { return p.hintPodDelete(logger, gp, bound(pod("w", "g", 0, 1)), nil) }, fwk.Queue},
@@ -138,10 +138,10 @@ func TestDemand(t *testing.T) {
 	members[0].Spec.NodeName = "n0" // bound
 	p := testPlugin(t, []*schedulingv1beta1.PodGroup{g}, members)
 	key := gang.Key{Namespace: "ns", Name: "g"}
-	p.tracker.Assume(key, members[1], "n1")
+	p.res.Assume(key, members[1], "n1")
 	spec := gang.SpecOf(g, nil)
 	got := p.members(key)
-	placed := p.tracker.Placed(key, got)
+	placed := p.res.Placed(key, got)
 	d := p.demand(members[3], &spec, got, placed)
 	// minMember 4 − 2 placed = 2 pods: the current pod first, then the first pending by name.
 	if len(d.Pods) != 2 {
@@ -189,16 +189,6 @@ func TestEligibleFor(t *testing.T) {
 		if got := ok(tc.n); got != tc.want {
 			t.Errorf("%s: eligible = %v, want %v", tc.name, got, tc.want)
 		}
-	}
-}
-
-func TestGangOrder(t *testing.T) {
-	a := gangOrder{key: gang.Key{Namespace: "ns", Name: "a"}, priority: 0, created: 1}
-	b := gangOrder{key: gang.Key{Namespace: "ns", Name: "b"}, priority: 0, created: 1}
-	hi := gangOrder{key: gang.Key{Namespace: "ns", Name: "z"}, priority: 5, created: 9}
-	old := gangOrder{key: gang.Key{Namespace: "ns", Name: "y"}, priority: 0, created: 0}
-	if !a.before(b) || b.before(a) || !hi.before(a) || !old.before(a) || a.before(a) {
-		t.Fatalf("gang order is wrong")
 	}
 }
 

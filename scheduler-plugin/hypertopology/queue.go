@@ -16,6 +16,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -26,32 +27,37 @@ const (
 	podGroupResource  fwk.EventResource = "podgroups.v1beta1.scheduling.volcano.sh"
 )
 
-// Less orders the queue: higher priority first; then the older gang (see gangQueueTime; a pod
-// without a gang counts from its first scheduling attempt); then by gang (or pod) key, so one gang's
+// Less orders the queue in the one gang order (gangcontract.Order): higher priority first; then
+// the older gang (see gangQueueTime; a pod without a gang counts from its first scheduling attempt);
+// then by gang (or pod) namespace and name, gangs before lone pods of the same name, so one gang's
 // pods stay together; then by pod name.
 func (p *Plugin) Less(a, b fwk.QueuedPodInfo) bool {
 	pa, pb := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
-	if x, y := corev1helpers.PodPriority(pa), corev1helpers.PodPriority(pb); x != y {
-		return x > y
+	oa, ga := p.queueOrder(pa, a)
+	ob, gb := p.queueOrder(pb, b)
+	if oa.Before(ob) {
+		return true
 	}
-	ta, ka := p.queueKey(pa, a)
-	tb, kb := p.queueKey(pb, b)
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
+	if ob.Before(oa) {
+		return false
 	}
-	if ka != kb {
-		return ka < kb
+	if ga != gb {
+		return ga
 	}
 	return pa.Name < pb.Name
 }
 
-// queueKey is the pod's sort time and key. A pod's key must not change while it sits in the
-// scheduler's heap, so a gang pod is always keyed by its gang, whether or not the PodGroup exists.
-func (p *Plugin) queueKey(pod *corev1.Pod, qi fwk.QueuedPodInfo) (time.Time, string) {
+// queueOrder is the pod's place in the gang order, and whether it is a gang pod. A pod's key must
+// not change while it sits in the scheduler's heap, so a gang pod is always ordered by its gang,
+// whether or not the PodGroup exists.
+func (p *Plugin) queueOrder(pod *corev1.Pod, qi fwk.QueuedPodInfo) (gangcontract.Order, bool) {
+	o := gangcontract.Order{Priority: corev1helpers.PodPriority(pod)}
 	if k, ok := gang.KeyOf(pod); ok {
-		return p.gangQueueTime(k, qi), "g/" + k.String()
+		o.Created, o.Namespace, o.Name = p.gangQueueTime(k, qi), k.Namespace, k.Name
+		return o, true
 	}
-	return podQueueTime(qi), "p/" + pod.Namespace + "/" + pod.Name
+	o.Created, o.Namespace, o.Name = podQueueTime(qi), pod.Namespace, pod.Name
+	return o, false
 }
 
 // podQueueTime is when the pod was first tried (or queued, before its first attempt).
@@ -118,7 +124,7 @@ func (p *Plugin) hintPodDelete(_ klog.Logger, pod *corev1.Pod, oldObj, _ interfa
 	// A gang releasing its own reservations (the scheduler reports a forgotten assumed pod as an
 	// assigned-pod delete) does not help itself. A real deletion of one of its bound pods does: a
 	// replacement pod may now complete the gang.
-	if k, ok := gang.KeyOf(deleted); ok && k == key && p.wasReleased(deleted.UID) {
+	if k, ok := gang.KeyOf(deleted); ok && k == key && p.res.wasReleased(deleted.UID) {
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
@@ -302,7 +308,7 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 				continue
 			}
 			ok := true
-			for _, a := range p.tracker.Assumed(key) {
+			for _, a := range p.res.Assumed(key) {
 				if !h.HasNode(a.Node) {
 					ok = false
 					release = append(release, verdict{key, fmt.Sprintf("node %s left HyperNode %s while the gang waited", a.Node, pl.hyper)})
@@ -335,7 +341,7 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 // (deleted), or "".
 func (p *Plugin) vanishedNode(t topology.Tree, key gang.Key) string {
 	var gone []string
-	for _, a := range p.tracker.Assumed(key) {
+	for _, a := range p.res.Assumed(key) {
 		if !t.KnowsNode(a.Node) {
 			gone = append(gone, a.Node)
 		}

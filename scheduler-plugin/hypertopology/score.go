@@ -31,7 +31,7 @@ func (p *Plugin) PreScore(ctx context.Context, cs fwk.CycleState, pod *corev1.Po
 	if st == nil || st.spec == nil || (wl == 0 && wf == 0) {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	placed := p.tracker.Placed(st.key, p.members(st.key))
+	placed := p.res.Placed(st.key, p.members(st.key))
 	var placedNodes []string
 	seen := map[string]bool{}
 	for _, n := range placed {

@@ -45,6 +45,7 @@ var rules = []struct {
 	{"internal/naming", nil},
 	{"internal/hyperjobstatus", nil},
 	{"internal/autosplit", nil},
+	{"internal/gangcontract", nil},
 	{"internal/jsonpatch", nil},
 	{"internal/scheme", []string{"api/v1alpha1"}},
 	{"internal/enqueue", []string{"api/v1alpha1"}},
@@ -55,12 +56,13 @@ var rules = []struct {
 	{"internal/cli/", []string{"api/v1alpha1", "internal/cli/", "internal/defaults", "internal/scheme", "internal/placementsvg",
 		"scheduler-plugin/topology", "controllers/hypernode"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
-	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit"}},
+	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract"}},
 	// HyperNode discovery: the framework, its config and fabric packages and the providers import
 	// one another, never another controller.
 	{"controllers/hypernode", []string{"controllers/hypernode"}},
 	{"certs", nil},
-	{"scheduler-plugin/", []string{"scheduler-plugin/"}},
+	// The scheduler shares only the gang order and PodGroup reasons with the manager.
+	{"scheduler-plugin/", []string{"scheduler-plugin/", "internal/gangcontract"}},
 }
 
 func repoRoot() string {
