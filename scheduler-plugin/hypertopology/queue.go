@@ -211,6 +211,7 @@ func (p *Plugin) onPodGroupDelete(obj interface{}) {
 		key := gang.Key{Namespace: pg.Namespace, Name: pg.Name}
 		p.dropPlan(key)
 		p.events.forget(key)
+		p.placements.forget(key)
 		p.mu.Lock()
 		delete(p.queueTimes, key)
 		p.mu.Unlock()
