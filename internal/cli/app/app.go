@@ -37,7 +37,10 @@ func Main() int {
 	cmd := NewCommand(streams)
 	cmd.SetArgs(os.Args[1:])
 	err := cmd.Execute()
-	if err != nil {
+	switch {
+	case exitcode.Of(err) == exitcode.Attention:
+		fmt.Fprintln(streams.ErrOut, "kubectl-hyperbatch:", err)
+	case err != nil:
 		fmt.Fprintln(streams.ErrOut, "error:", err)
 	}
 	return exitcode.Of(err)
@@ -72,7 +75,7 @@ conflict or a policy not Ready; a gang that is not placed).`,
 	flags.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Read every namespace (the commands that list workloads).")
 	output.AddFlag(flags, &o.Output)
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error { return o.Output.Validate() }
-	cmd.AddCommand(newPoliciesCommand(o), newExplainCommand(o), newTopologyCommand(o))
+	cmd.AddCommand(newPoliciesCommand(o), newExplainCommand(o), newTopologyCommand(o), newWhyCommand(o))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/policies"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/cli/topology"
+	"github.com/hyperbatch/hyperbatch/internal/cli/why"
 )
 
 func newPoliciesCommand(o *Options) *cobra.Command {
@@ -148,4 +150,48 @@ func (o *Options) gangKey(arg string) (string, error) {
 		return "", fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
 	}
 	return ns + "/" + arg, nil
+}
+
+func newWhyCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "why GANG",
+		Short: "Say why a gang waits, in numbers: the Queue against its reservations, each tier's best domain against the need, and what would make it fit",
+		Long: `Say why a gang (a PodGroup, or a workload that owns one) has not started, in the numbers
+hyperbatch's deciders recorded:
+
+  - the Queue: its state, its capability and what the Queue's Inqueue and Running gangs reserve,
+    the gangs holding those reservations (with their deadlines when one is known) and the Pending
+    gangs ahead; the PodGroup status controller's decision (the Unschedulable condition);
+  - the placement, from hyperbatch-scheduler's hyperbatch.dev/placement annotation: per tier the
+    candidates, the best domain's room and free capacity against the gang's need, and what binds
+    (a resource, pod slots, node constraints, the tier limit);
+  - the smallest changes that would let it go on: fewer pods, a higher tier, or waiting for a gang
+    with a known deadline.
+
+GANG is NAME or pg/NAME (a PodGroup), vcjob/NAME, jobset/NAME or pod/NAME, in -n's namespace.
+Exits 4 while the gang is not placed.`,
+		Example: `  kubectl hyperbatch why vcjob/train -n ml
+  kubectl hyperbatch why pg/train-6d1c -n ml -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			if ns == "" {
+				return exitcode.Usagef("why needs one namespace: give -n NAMESPACE instead of -A")
+			}
+			s, _, err := o.load(cmd.Context(), "", snapshot.PodGroups, snapshot.Queues, snapshot.PriorityClasses, snapshot.Pods,
+				snapshot.Nodes, snapshot.HyperNodes, snapshot.VolcanoJobs)
+			if err != nil {
+				return err
+			}
+			pg, owner, err := why.Resolve(s, ns, args[0])
+			if err != nil {
+				return err
+			}
+			r := why.Build(s, pg, owner, time.Now())
+			return o.print(r, attentionf(r.Waits(), "gang %s is not placed", r.Gang))
+		},
+	}
 }
