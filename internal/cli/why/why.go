@@ -488,7 +488,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			row := []string{strconv.Itoa(t.Tier), allowed, strconv.Itoa(t.Candidates), strconv.Itoa(t.Evaluated), t.Best,
 				fmt.Sprintf("%d/%d", t.BestRoom, p.Need.Pods)}
 			for _, n := range names {
-				row = append(row, orZero(t.BestFree.Resources[n])+"/"+p.Need.Resources[n])
+				row = append(row, quantity(t.BestFree.Resources[n])+"/"+quantity(p.Need.Resources[n]))
 			}
 			row = append(row, fmt.Sprintf("%d (%d)", t.Nodes, t.EligibleNodes), t.Binding)
 			rows = append(rows, row)
@@ -540,7 +540,7 @@ func amounts(m map[string]string) string {
 	sort.Strings(names)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = m[n] + " " + n
+		parts[i] = quantity(m[n]) + " " + n
 	}
 	return strings.Join(parts, ", ")
 }
@@ -559,9 +559,17 @@ func orNone(s string) string {
 	return s
 }
 
-func orZero(s string) string {
+// quantity writes a Kubernetes quantity for people: "127900m" as "127.9", "" as "0".
+func quantity(s string) string {
 	if s == "" {
 		return "0"
 	}
-	return s
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return s
+	}
+	if q.MilliValue()%1000 == 0 {
+		return strconv.FormatInt(q.Value(), 10)
+	}
+	return strconv.FormatFloat(float64(q.MilliValue())/1000, 'f', -1, 64)
 }
