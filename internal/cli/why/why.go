@@ -75,7 +75,9 @@ type QueueState struct {
 	// Reserved sums, over the resources of Capability, the minResources of the Queue's Inqueue and
 	// Running gangs (the reservations the status controller admits against).
 	Reserved map[string]string `json:"reserved,omitempty"`
-	Holders  []Holder          `json:"holders"`
+	// Holders are the Inqueue and Running gangs whose reservations count against Capability
+	// (none listed for a Queue without one).
+	Holders []Holder `json:"holders"`
 	// Ahead are the Queue's Pending gangs ordered before this one (gangcontract.Order).
 	Ahead []string `json:"ahead"`
 }
@@ -299,6 +301,9 @@ func queueState(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, deadlines 
 		key := g.Namespace + "/" + g.Name
 		switch g.Status.Phase {
 		case schedulingv1beta1.PodGroupInqueue, schedulingv1beta1.PodGroupRunning:
+			if q.Capability == nil {
+				continue // an unlimited Queue: reservations hold nothing back
+			}
 			h := Holder{Gang: key, Phase: string(g.Status.Phase)}
 			if g.Spec.MinResources != nil {
 				h.MinResources = map[string]string{}
