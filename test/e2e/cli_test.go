@@ -6,9 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +33,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/topology"
 	"github.com/hyperbatch/hyperbatch/internal/cli/why"
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
+	"github.com/hyperbatch/hyperbatch/internal/placementsvg"
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
@@ -133,7 +131,11 @@ func TestCLIPolicies(t *testing.T) {
 func TestCLIExplainHyperJobSplit(t *testing.T) {
 	ns := primary.Namespace(t)
 	k, v := labelNamespace(t, ns)
-	pol := builders.MakePolicy(ns).Selector(k, v).Weight(50).Queue("default").Obj()
+	// A queue of the test's own: "default" is what the HyperJob CRD's schema puts in an empty
+	// template already, so the policy would fill nothing.
+	queue := builders.MakeQueue(ns + "-q").Obj()
+	createCleanup(t, queue)
+	pol := builders.MakePolicy(ns).Selector(k, v).Weight(50).Queue(queue.Name).Obj()
 	createCleanup(t, pol)
 	// The workload webhooks admit the namespace once the namespacelabel controller has seen the
 	// policy govern it.
@@ -163,7 +165,7 @@ func TestCLIExplainHyperJobSplit(t *testing.T) {
 		assert.Equal(t, []string{"split-trainer-0", "split-trainer-1", "split-trainer-2"}[i], ch.Name)
 		assert.Equal(t, int32(2), ch.Pods)
 		assert.Equal(t, int64(8), ch.GPU, "2 pods × 4 GPUs")
-		assert.Equal(t, "default", ch.Queue)
+		assert.Equal(t, queue.Name, ch.Queue)
 		assert.Equal(t, []string{"member-a", "member-b"}, ch.Clusters)
 	}
 }
@@ -267,7 +269,9 @@ func TestCLITopologyAndWhy(t *testing.T) {
 	}
 	data, err := os.ReadFile(svg)
 	require.NoError(t, err)
-	titles := svgTitles(t, data)
+	list, err := placementsvg.Titles(data)
+	require.NoError(t, err, "the SVG is well-formed XML")
+	titles := "\n" + strings.Join(list, "\n") + "\n"
 	for _, d := range topo.Domains {
 		if len(d.Nodes) > 0 && d.Tier == 1 {
 			assert.Contains(t, titles, "\n"+d.Name+"\n", "the SVG names leaf %s", d.Name)
@@ -331,32 +335,4 @@ func TestCLITopologyAndWhy(t *testing.T) {
 	assert.Equal(t, exitcode.OK, decode(t, &placed, "why", "placed", "-n", ns))
 	assert.Equal(t, 2, placed.Placed)
 	assert.Equal(t, leaf.Name, placed.Domain)
-}
-
-// svgTitles parses the SVG as XML (failing the test when it is not well-formed) and returns its
-// <title> texts, one per line.
-func svgTitles(t *testing.T, data []byte) string {
-	t.Helper()
-	d := xml.NewDecoder(bytes.NewReader(data))
-	var titles strings.Builder
-	titles.WriteString("\n")
-	in := false
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			return titles.String()
-		}
-		require.NoError(t, err, "the SVG is well-formed XML")
-		switch v := tok.(type) {
-		case xml.StartElement:
-			in = v.Name.Local == "title"
-		case xml.CharData:
-			if in {
-				titles.Write(v)
-				titles.WriteString("\n")
-			}
-		case xml.EndElement:
-			in = false
-		}
-	}
 }

@@ -1,9 +1,6 @@
 package topology_test
 
 import (
-	"encoding/xml"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
@@ -13,6 +10,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/clitest"
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/topology"
+	"github.com/hyperbatch/hyperbatch/internal/placementsvg"
 )
 
 // The recorded cluster: 16 nodes of 8 GPUs and 32 CPUs in 4 leaves, 2 spines and a top. Gangs
@@ -54,7 +52,9 @@ func TestSVG(t *testing.T) {
 	r := topology.Build(clitest.Recorded(t, "localcluster.yaml"), topology.Options{Gang: "ml/cap-a"})
 	pic := r.Picture()
 	svg := pic.SVG()
-	titles := wellFormed(t, svg)
+	list, err := placementsvg.Titles([]byte(svg))
+	require.NoError(t, err)
+	titles := "\n" + strings.Join(list, "\n") + "\n"
 	for _, d := range r.Domains {
 		if d.Tier == 1 {
 			assert.Contains(t, titles, "\n"+d.Name+"\n", "the grey block of %s", d.Name)
@@ -73,34 +73,6 @@ func TestSVG(t *testing.T) {
 	}
 	assert.Contains(t, svg, `stroke="#d00000" stroke-width="2"><title>leaf-0</title>`)
 	clitest.Golden(t, "topology.svg", []byte(svg))
-}
-
-// wellFormed parses svg as XML and returns its <title> texts joined.
-func wellFormed(t *testing.T, svg string) string {
-	t.Helper()
-	d := xml.NewDecoder(strings.NewReader(svg))
-	var titles strings.Builder
-	titles.WriteString("\n")
-	inTitle := false
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err, "the SVG is not well-formed XML")
-		switch v := tok.(type) {
-		case xml.StartElement:
-			inTitle = v.Name.Local == "title"
-		case xml.CharData:
-			if inTitle {
-				titles.Write(v)
-				titles.WriteString("\n")
-			}
-		case xml.EndElement:
-			inTitle = false
-		}
-	}
-	return titles.String()
 }
 
 // A gang that is not placed and for which no candidate is known is said so.
