@@ -36,7 +36,7 @@ func (c *chooser) placement() *gangcontract.Placement {
 		if l.Hard && l.TierName != "" {
 			cands = allowedOnly(l, all)
 		}
-		allowed := len(cands) > 0 && !(numericLimit(l) && tier > l.Tier)
+		allowed := len(cands) > 0 && (!numericLimit(l) || tier <= l.Tier)
 		if !allowed {
 			cands = all
 		}

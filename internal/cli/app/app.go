@@ -39,9 +39,9 @@ func Main() int {
 	err := cmd.Execute()
 	switch {
 	case exitcode.Of(err) == exitcode.Attention:
-		fmt.Fprintln(streams.ErrOut, "kubectl-hyperbatch:", err)
+		_, _ = fmt.Fprintln(streams.ErrOut, "kubectl-hyperbatch:", err)
 	case err != nil:
-		fmt.Fprintln(streams.ErrOut, "error:", err)
+		_, _ = fmt.Fprintln(streams.ErrOut, "error:", err)
 	}
 	return exitcode.Of(err)
 }

@@ -42,7 +42,7 @@ func NotFoundf(format string, args ...any) error {
 	return &Error{Code: NotFound, Err: fmt.Errorf(format, args...)}
 }
 
-// Attention ends a command that printed its report with code Attention; its message goes to stderr.
+// Attentionf ends a command that printed its report with code Attention; its message goes to stderr.
 func Attentionf(format string, args ...any) error {
 	return &Error{Code: Attention, Err: fmt.Errorf(format, args...)}
 }

@@ -297,11 +297,12 @@ func demand(j *batchv1alpha1.Job) (cpu resource.Quantity, gpu int64) {
 
 // WriteTable writes the report in sections.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%s %s/%s\n\n", r.Object.Kind, r.Object.Namespace, r.Object.Name)
+	pw := output.Sticky(w)
+	pw.Printf("%s %s/%s\n\n", r.Object.Kind, r.Object.Namespace, r.Object.Name)
 	if r.Policy == "" {
-		fmt.Fprintf(w, "Governing WorkloadPolicy: none matches namespace %s (nothing is defaulted here; the workload webhooks skip it).\n", r.Object.Namespace)
+		pw.Printf("Governing WorkloadPolicy: none matches namespace %s (nothing is defaulted here; the workload webhooks skip it).\n", r.Object.Namespace)
 	} else {
-		fmt.Fprintf(w, "Governing WorkloadPolicy: %s\n", r.Policy)
+		pw.Printf("Governing WorkloadPolicy: %s\n", r.Policy)
 	}
 	if len(r.Candidates) > 0 {
 		rows := [][]string{{"POLICY", "WEIGHT", "SELECTOR", "OUTCOME"}}
@@ -312,15 +313,15 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "\nFilled by hyperbatch (%s):\n", hbv1.DefaultedByAnnotation)
+	pw.Printf("\nFilled by hyperbatch (%s):\n", hbv1.DefaultedByAnnotation)
 	if len(r.Filled) == 0 {
-		fmt.Fprintln(w, "  nothing")
+		pw.Println("  nothing")
 	} else if err := filledTable(w, r.Filled); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nSkipped (a default that would contradict the workload):")
+	pw.Println("\nSkipped (a default that would contradict the workload):")
 	if len(r.Skipped) == 0 {
-		fmt.Fprintln(w, "  nothing")
+		pw.Println("  nothing")
 	} else {
 		rows := [][]string{{"FIELD", "DEFAULT", "FROM", "CONFLICTS WITH"}}
 		for _, sk := range r.Skipped {
@@ -331,14 +332,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.WouldFill) > 0 {
-		fmt.Fprintln(w, "\nWould be filled if created now (the policies changed since; an update never adds defaults):")
+		pw.Println("\nWould be filled if created now (the policies changed since; an update never adds defaults):")
 		if err := filledTable(w, r.WouldFill); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintln(w, "\nRefused or warned (Warning Events):")
+	pw.Println("\nRefused or warned (Warning Events):")
 	if len(r.Warnings) == 0 {
-		fmt.Fprintln(w, "  nothing")
+		pw.Println("  nothing")
 	} else {
 		rows := [][]string{{"SOURCE", "REASON", "COUNT", "MESSAGE"}}
 		for _, e := range r.Warnings {
@@ -349,7 +350,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if r.Object.Kind == string(defaults.KindHyperJob) {
-		fmt.Fprintf(w, "\nSplit: %d children\n", len(r.Split))
+		pw.Printf("\nSplit: %d children\n", len(r.Split))
 		rows := [][]string{{"CHILD", "REPLICATEDJOB", "PODS", "MINAVAILABLE", "CPU", "GPU", "QUEUE", "CLUSTERS", "STATE"}}
 		for _, c := range r.Split {
 			rows = append(rows, []string{c.Name, c.ReplicatedJob, strconv.Itoa(int(c.Pods)), strconv.Itoa(int(c.MinAvailable)), c.CPU,

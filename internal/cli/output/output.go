@@ -62,8 +62,44 @@ func Print(w io.Writer, f Format, r Report) error {
 	case YAML:
 		return (&printers.YAMLPrinter{}).PrintObj(r, w)
 	}
-	return r.WriteTable(w)
+	sw := Sticky(w)
+	if err := r.WriteTable(sw); err != nil {
+		return err
+	}
+	return sw.Err
 }
+
+// StickyWriter remembers the first write error and writes nothing after it, so a report's many
+// lines need one error check (Print makes one for WriteTable).
+type StickyWriter struct {
+	W   io.Writer
+	Err error
+}
+
+// Sticky wraps w, or returns it when it is a *StickyWriter already.
+func Sticky(w io.Writer) *StickyWriter {
+	if s, ok := w.(*StickyWriter); ok {
+		return s
+	}
+	return &StickyWriter{W: w}
+}
+
+func (s *StickyWriter) Write(p []byte) (int, error) {
+	if s.Err != nil {
+		return 0, s.Err
+	}
+	n, err := s.W.Write(p)
+	if err != nil {
+		s.Err = err
+	}
+	return n, err
+}
+
+// Printf writes a formatted line; an error stays in Err.
+func (s *StickyWriter) Printf(format string, a ...any) { _, _ = fmt.Fprintf(s, format, a...) }
+
+// Println writes its operands and a newline; an error stays in Err.
+func (s *StickyWriter) Println(a ...any) { _, _ = fmt.Fprintln(s, a...) }
 
 // DeepCopy copies a report through JSON (reports are plain data); for DeepCopyObject.
 func DeepCopy[T any](in *T) *T {

@@ -164,19 +164,20 @@ func notReady(p *hbv1.WorkloadPolicy) []NotReady {
 
 // WriteTable writes the policies, then the conflicts and the conditions that are not True.
 func (r *Report) WriteTable(w io.Writer) error {
+	pw := output.Sticky(w)
 	rows := [][]string{{"NAME", "WEIGHT", "READY", "QUEUE", "SELECTOR", "GOVERNS", "OUTRANKED IN"}}
 	for _, p := range r.Policies {
 		rows = append(rows, []string{p.Name, strconv.Itoa(int(p.Weight)), p.Ready, p.Queue, p.Selector, output.List(p.Governs), output.List(p.Outranked)})
 	}
 	if len(r.Policies) == 0 {
-		_, err := fmt.Fprintln(w, "No WorkloadPolicies: hyperbatch defaults nothing and its workload webhooks skip every namespace.")
-		return err
+		pw.Println("No WorkloadPolicies: hyperbatch defaults nothing and its workload webhooks skip every namespace.")
+		return pw.Err
 	}
 	if err := output.Tab(w, rows); err != nil {
 		return err
 	}
 	if len(r.Conflicts) > 0 {
-		fmt.Fprintln(w, "\nConflicts: namespaces matched by policies of equal weight (the engine picks the smallest name; give one a higher weight):")
+		pw.Println("\nConflicts: namespaces matched by policies of equal weight (the engine picks the smallest name; give one a higher weight):")
 		rows = [][]string{{"NAMESPACE", "WEIGHT", "GOVERNED BY", "TIED WITH"}}
 		for _, c := range r.Conflicts {
 			rows = append(rows, []string{c.Namespace, strconv.Itoa(int(c.Weight)), c.Governing, output.List(c.Tied)})
@@ -186,7 +187,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.NotReady) > 0 {
-		fmt.Fprintln(w, "\nConditions not True (Ready, QueuesExist):")
+		pw.Println("\nConditions not True (Ready, QueuesExist):")
 		rows = [][]string{{"POLICY", "CONDITION", "STATUS", "REASON", "MESSAGE"}}
 		for _, n := range r.NotReady {
 			rows = append(rows, []string{n.Policy, n.Condition, n.Status, n.Reason, n.Message})

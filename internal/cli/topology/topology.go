@@ -277,11 +277,12 @@ func cores(m int64) string {
 
 // WriteTable writes the tree, one line per HyperNode, with tree-drawing prefixes.
 func (r *Report) WriteTable(w io.Writer) error {
+	pw := output.Sticky(w)
 	if r.Invalid != "" {
-		fmt.Fprintf(w, "The HyperNodes do not form a usable tree (the scheduler waits): %s\n", r.Invalid)
+		pw.Printf("The HyperNodes do not form a usable tree (the scheduler waits): %s\n", r.Invalid)
 	}
 	if len(r.Domains) == 0 && r.Invalid == "" {
-		fmt.Fprintln(w, "No HyperNodes: gangs with a network topology constraint wait; others use the whole cluster.")
+		pw.Println("No HyperNodes: gangs with a network topology constraint wait; others use the whole cluster.")
 	}
 	rows := [][]string{{"HYPERNODE", "TIER", "SOURCE", "NODES", strings.ToUpper(shortName(r.Accelerator)) + " FREE/ALLOC", "CPU FREE/ALLOC", "GANGS"}}
 	for i, d := range r.Domains {
@@ -298,7 +299,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.Outside) > 0 {
-		fmt.Fprintf(w, "\nNodes outside every HyperNode (%d): %s\n", len(r.Outside), output.List(r.Outside))
+		pw.Printf("\nNodes outside every HyperNode (%d): %s\n", len(r.Outside), output.List(r.Outside))
 	}
 	var spanning []string
 	for _, g := range r.Gangs {
@@ -307,10 +308,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(spanning) > 0 {
-		fmt.Fprintf(w, "\nGangs spanning more than one tree or nodes outside the tree: %s\n", output.List(spanning))
+		pw.Printf("\nGangs spanning more than one tree or nodes outside the tree: %s\n", output.List(spanning))
 	}
 	for _, s := range r.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", s)
+		pw.Printf("warning: %s\n", s)
 	}
 	if h := r.Highlight; h != nil {
 		where := h.Domain
@@ -321,7 +322,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if h.Placed {
 			verb = "sits in"
 		}
-		fmt.Fprintf(w, "\n%s %s %s (marked <==): %s\n", h.Gang, verb, where, h.Note)
+		pw.Printf("\n%s %s %s (marked <==): %s\n", h.Gang, verb, where, h.Note)
 	}
 	return nil
 }

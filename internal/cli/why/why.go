@@ -441,6 +441,7 @@ func until(rfc3339 string, now time.Time) string {
 
 // WriteTable writes the decision in sections.
 func (r *Report) WriteTable(w io.Writer) error {
+	pw := output.Sticky(w)
 	who := r.Gang
 	if r.Owner != "" {
 		who += " (" + r.Owner + ")"
@@ -452,14 +453,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 			state += " in " + r.Domain
 		}
 	}
-	fmt.Fprintf(w, "Gang %s: phase %s, minMember %d, %d pods placed: it %s.\n", who, orNone(r.Phase), r.MinMember, r.Placed, state)
+	pw.Printf("Gang %s: phase %s, minMember %d, %d pods placed: it %s.\n", who, orNone(r.Phase), r.MinMember, r.Placed, state)
 
 	q := r.Queue
-	fmt.Fprintf(w, "\nQueue %s: %s", q.Name, q.State)
+	pw.Printf("\nQueue %s: %s", q.Name, q.State)
 	if q.Capability == nil {
-		fmt.Fprintln(w, ", no capability (unlimited).")
+		pw.Println(", no capability (unlimited).")
 	} else {
-		fmt.Fprintf(w, ", capability %s; Inqueue and Running gangs reserve %s.\n", amounts(q.Capability), amounts(q.Reserved))
+		pw.Printf(", capability %s; Inqueue and Running gangs reserve %s.\n", amounts(q.Capability), amounts(q.Reserved))
 	}
 	if len(q.Holders) > 0 {
 		rows := [][]string{{"HOLDS A RESERVATION", "PHASE", "MINRESOURCES", "ENDS BY"}}
@@ -471,14 +472,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(q.Ahead) > 0 {
-		fmt.Fprintf(w, "Pending gangs ahead of it in the queue: %s\n", output.List(q.Ahead))
+		pw.Printf("Pending gangs ahead of it in the queue: %s\n", output.List(q.Ahead))
 	}
 	if r.Waiting != nil {
-		fmt.Fprintf(w, "\nWaiting: %s: %s\n", r.Waiting.Reason, r.Waiting.Message)
+		pw.Printf("\nWaiting: %s: %s\n", r.Waiting.Reason, r.Waiting.Message)
 	}
 	if p := r.Placement; p != nil {
 		names := resourceNames(p.Need)
-		fmt.Fprintf(w, "\nPlacement (hyperbatch-scheduler at %s, %s): needs %d pods, %s.\n", p.Time, p.Limit, p.Need.Pods, amounts(p.Need.Resources))
+		pw.Printf("\nPlacement (hyperbatch-scheduler at %s, %s): needs %d pods, %s.\n", p.Time, p.Limit, p.Need.Pods, amounts(p.Need.Resources))
 		head := []string{"TIER", "ALLOWED", "CANDIDATES", "CHECKED", "BEST", "ROOM (PODS)"}
 		for _, n := range names {
 			head = append(head, "FREE "+n+"/NEED")
@@ -502,7 +503,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			return err
 		}
 		if len(r.InTheWay) > 0 {
-			fmt.Fprintf(w, "Gangs placed in %s:\n", bestAllowed(p))
+			pw.Printf("Gangs placed in %s:\n", bestAllowed(p))
 			rows := [][]string{{"GANG", "PHASE", "PODS THERE", "ENDS BY"}}
 			for _, h := range r.InTheWay {
 				rows = append(rows, []string{h.Gang, h.Phase, strconv.Itoa(h.Pods), endsBy(h)})
@@ -512,14 +513,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 		}
 	} else if r.PlacementError != "" {
-		fmt.Fprintf(w, "\nPlacement: %s\n", r.PlacementError)
+		pw.Printf("\nPlacement: %s\n", r.PlacementError)
 	} else if !r.Scheduled {
-		fmt.Fprintln(w, "\nPlacement: hyperbatch-scheduler has not recorded numbers for this gang (it is not enqueued yet, has no networkTopology, or has not been tried).")
+		pw.Println("\nPlacement: hyperbatch-scheduler has not recorded numbers for this gang (it is not enqueued yet, has no networkTopology, or has not been tried).")
 	}
 	if len(r.Changes) > 0 {
-		fmt.Fprintln(w, "\nWhat would let it go on now:")
+		pw.Println("\nWhat would let it go on now:")
 		for _, c := range r.Changes {
-			fmt.Fprintf(w, "  - %s\n", c)
+			pw.Printf("  - %s\n", c)
 		}
 	}
 	return nil
