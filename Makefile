@@ -33,9 +33,17 @@ export KUBEBUILDER_ASSETS := $(BIN)
 export HYPERBATCH_BIN := $(BIN)
 
 .PHONY: build
-build: ## Build bin/manager and bin/scheduler.
+build: ## Build bin/manager, bin/scheduler and the kubectl plugin bin/kubectl-hyperbatch.
 	$(GO) build -o $(BIN)/manager ./cmd/manager
 	$(GO) build -ldflags "$(SCHED_LDFLAGS)" -o $(BIN)/scheduler ./cmd/scheduler
+	$(GO) build -o $(BIN)/kubectl-hyperbatch ./cmd/kubectl-hyperbatch
+
+.PHONY: krew-archive
+krew-archive: ## Build the kubectl plugin's krew archive for this platform into _output/krew/ and print its sha256 (plugins/hyperbatch.yaml).
+	mkdir -p _output/krew/stage
+	CGO_ENABLED=0 $(GO) build -o _output/krew/stage/kubectl-hyperbatch ./cmd/kubectl-hyperbatch
+	tar -C _output/krew/stage -czf _output/krew/kubectl-hyperbatch_$$($(GO) env GOOS)_$$($(GO) env GOARCH).tar.gz kubectl-hyperbatch
+	sha256sum _output/krew/kubectl-hyperbatch_*.tar.gz
 
 .PHONY: tools
 tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint, Volcano's controller-manager, webhook-manager and scheduler, the JobSet controller) into bin/.

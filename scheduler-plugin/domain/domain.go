@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -83,7 +84,12 @@ type Choice struct {
 }
 
 // Unsatisfiable explains why no domain fits.
-type Unsatisfiable struct{ Msg string }
+type Unsatisfiable struct {
+	Msg string
+	// Placement is the same in numbers, per tier (placement.go); nil when the gang failed before
+	// the tiers were measured (no pods, a pod larger than any node, placed pods beyond the limit).
+	Placement *gangcontract.Placement
+}
 
 func (u *Unsatisfiable) Error() string { return u.Msg }
 
@@ -260,13 +266,16 @@ func Choose(t topology.Tree, nodes []fwk.NodeInfo, req Request) (*Choice, error)
 	if err != nil {
 		return nil, err
 	}
+	c.placedIn = anchor
 	var notes []string
 	for _, tier := range t.Tiers() {
 		if numericLimit(req.Limit) && tier > req.Limit.Tier {
 			notes = append(notes, fmt.Sprintf("tier %d and above not allowed (%s)", tier, req.Limit.Describe))
 			break
 		}
+		before := c.evaluated
 		h, note := c.atTier(tier, anchor)
+		c.noteEvaluated(tier, c.evaluated-before)
 		if h != nil {
 			return c.choice(h), nil
 		}
@@ -303,6 +312,10 @@ type chooser struct {
 	podOK    [][]bool // podOK[node][pod]: may the pod use the node; nil when one predicate serves all
 
 	evaluated int
+	// placedIn is the lowest HyperNode holding the gang's placed pods (nil when none is placed);
+	// tierEvaluated the detailed checks per tier (placement.go, failure path only).
+	placedIn      *topology.HyperNode
+	tierEvaluated map[int]int
 
 	// bigPods are the distinct pod requests no eligible node's allocatable capacity holds yet
 	// (measure drops each one a node holds); mostAlloc is the most of each resource one eligible
@@ -413,14 +426,7 @@ func (c *chooser) anchor() (*topology.HyperNode, error) {
 // atTier returns the best-fit HyperNode of the tier that holds the gang, or a note saying why none
 // does ("" when the tier has no candidate at all).
 func (c *chooser) atTier(tier int, anchor *topology.HyperNode) (*topology.HyperNode, string) {
-	var cands []*topology.HyperNode
-	if anchor != nil {
-		if a := c.t.AncestorAtTier(anchor, tier); a != nil {
-			cands = []*topology.HyperNode{a}
-		}
-	} else {
-		cands = c.t.AtTier(tier)
-	}
+	cands := c.tierCandidates(tier, anchor)
 	if c.req.Limit.Hard && c.req.Limit.TierName != "" {
 		cands = allowedOnly(c.req.Limit, cands)
 	}
@@ -463,6 +469,18 @@ func (c *chooser) atTier(tier int, anchor *topology.HyperNode) (*topology.HyperN
 	return nil, fmt.Sprintf("no tier-%d HyperNode can pack the pods (%d checked)", tier, min(len(feasible), c.maxCand))
 }
 
+// tierCandidates are the tier's HyperNodes a gang may use before its limit is applied: all of the
+// tier, or the ancestor at that tier of the HyperNode holding its placed pods.
+func (c *chooser) tierCandidates(tier int, anchor *topology.HyperNode) []*topology.HyperNode {
+	if anchor != nil {
+		if a := c.t.AncestorAtTier(anchor, tier); a != nil {
+			return []*topology.HyperNode{a}
+		}
+		return nil
+	}
+	return c.t.AtTier(tier)
+}
+
 // atRoot is the last resort: the cluster root when the limit allows it; otherwise the error with
 // the notes of every tier.
 func (c *chooser) atRoot(notes []string) (*Choice, error) {
@@ -480,7 +498,7 @@ func (c *chooser) atRoot(notes []string) (*Choice, error) {
 	case len(notes) == 0 || !strings.Contains(notes[len(notes)-1], "not allowed"):
 		notes = append(notes, fmt.Sprintf("the cluster root (tier %d) is not allowed (%s)", root.Tier, l.Describe))
 	}
-	return nil, &Unsatisfiable{Msg: c.p.describe(c.need) + ": " + strings.Join(notes, "; ")}
+	return nil, &Unsatisfiable{Msg: c.p.describe(c.need) + ": " + strings.Join(notes, "; "), Placement: c.placement()}
 }
 
 // minOK checks the aggregate floor (minResources, or the summed requests of differing pods) of

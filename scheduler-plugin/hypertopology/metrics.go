@@ -38,10 +38,18 @@ var clearedTier = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"tier"})
 
+// placementWrites counts the PodGroup patches of gangcontract.PlacementAnnotation (placement.go):
+// at most one per waiting gang per PlacementWriteInterval, and one when a gang that waited is placed.
+var placementWrites = metrics.NewCounter(&metrics.CounterOpts{
+	Name:           "hyperbatch_scheduler_placement_annotation_writes_total",
+	Help:           "PodGroup patches writing or removing the hyperbatch.dev/placement annotation (why a gang waits, in numbers).",
+	StabilityLevel: metrics.ALPHA,
+})
+
 var registerOnce sync.Once
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(domainChoices, preemptions, victimsPerPreemption, clearedTier)
+		legacyregistry.MustRegister(domainChoices, preemptions, victimsPerPreemption, clearedTier, placementWrites)
 	})
 }

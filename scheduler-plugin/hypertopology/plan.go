@@ -3,6 +3,7 @@ package hypertopology
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,6 +48,11 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 		choice, limit, err := p.choose(t, pod, spec, members, nodes, nil)
 		if err != nil {
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s (%s) waits: %v", spec.Key, limit.Describe, err))
+			var u *domain.Unsatisfiable
+			if errors.As(err, &u) && u.Placement != nil {
+				u.Placement.Limit, u.Placement.Message = limit.Describe, status.Message()
+				p.placements.publish(spec.Key, u.Placement)
+			}
 			return
 		}
 		out = &plan{pgUID: spec.UID, pgKey: spec.Placement, treeGen: t.Generation(), hyper: choice.HyperNode, tier: choice.Tier,

@@ -70,6 +70,8 @@ type Plugin struct {
 	pdbs   policylisters.PodDisruptionBudgetLister
 	pods   cache.Indexer
 	events *recorder
+	// placements writes why a gang waits, in numbers, on its PodGroup (placement.go); nil writes nothing.
+	placements *placementWriter
 
 	mu    sync.Mutex
 	plans map[gang.Key]*plan
@@ -124,7 +126,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, fmt.Errorf("creating the Volcano client: %w", err)
 	}
-	return newWithInformers(ctx, a, h, vcinformers.NewSharedInformerFactory(vc, 0))
+	p, err := newWithInformers(ctx, a, h, vcinformers.NewSharedInformerFactory(vc, 0))
+	if err != nil {
+		return nil, err
+	}
+	p.placements = newPlacementWriter(ctx, vc)
+	return p, nil
 }
 
 func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h fwk.Handle, vf vcinformers.SharedInformerFactory) (*Plugin, error) {

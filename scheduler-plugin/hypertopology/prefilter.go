@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 )
 
@@ -82,6 +83,9 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 		return nil, status
 	}
 	st.plan = pl
+	if _, ok := pg.Annotations[gangcontract.PlacementAnnotation]; ok {
+		p.placements.clear(key) // placed now: why it waited no longer holds
+	}
 	if pl.nodes == nil { // the whole cluster
 		return nil, nil
 	}

@@ -212,6 +212,7 @@ func (p *Plugin) onPodGroupDelete(obj interface{}) {
 		p.dropPlan(key)
 		p.res.dropHold(key)
 		p.events.forget(key)
+		p.placements.forget(key)
 		p.mu.Lock()
 		delete(p.queueTimes, key)
 		p.mu.Unlock()

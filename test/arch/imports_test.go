@@ -51,6 +51,11 @@ var rules = []struct {
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"internal/policyinputs", []string{"api/v1alpha1", "internal/defaults"}},
 	{"internal/admissionpolicy", []string{"api/v1alpha1", "internal/defaults"}},
+	{"internal/placementsvg", nil},
+	// kubectl-hyperbatch reads the engine, the scheduler's topology cache and the discovery source
+	// label; it never imports a controller's logic or the webhook.
+	{"internal/cli/", []string{"api/v1alpha1", "internal/cli/", "internal/defaults", "internal/scheme", "internal/placementsvg",
+		"internal/gangcontract", "scheduler-plugin/topology", "controllers/hypernode", "controllers/lifecycle"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
 	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract", "internal/admissionpolicy"}},
 	// HyperNode discovery: the framework, its config and fabric packages and the providers import

@@ -140,7 +140,8 @@ func forbidden(t *testing.T, err error, what string) {
 }
 
 // The scheduler's ClusterRole is upstream's system:kube-scheduler (as the apiserver under test
-// serves it) without its Lease rules, plus the plugin's reads: nothing more, nothing missing.
+// serves it) without its Lease rules, plus the plugin's reads and its PodGroup patch (the placement
+// annotation): nothing more, nothing missing.
 func TestSchedulerRBACMatchesKubeScheduler(t *testing.T) {
 	var upstream rbacv1.ClusterRole
 	require.NoError(t, env(t).Client.Get(context.Background(), client.ObjectKey{Name: "system:kube-scheduler"}, &upstream))
@@ -152,7 +153,8 @@ func TestSchedulerRBACMatchesKubeScheduler(t *testing.T) {
 	}
 	want = append(want, grants([]rbacv1.PolicyRule{
 		{APIGroups: []string{"topology.volcano.sh"}, Resources: []string{"hypernodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups", "queues"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"queues"}, Verbs: []string{"get", "list", "watch"}},
 	})...)
 	slices.Sort(want)
 	var cr rbacv1.ClusterRole

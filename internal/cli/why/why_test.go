@@ -1,0 +1,98 @@
+package why_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hyperbatch/hyperbatch/internal/cli/clitest"
+	"github.com/hyperbatch/hyperbatch/internal/cli/exitcode"
+	"github.com/hyperbatch/hyperbatch/internal/cli/output"
+	"github.com/hyperbatch/hyperbatch/internal/cli/why"
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
+)
+
+// now is a fixed reference time inside the recording's hour, so deadlines read the same every run.
+func now(t *testing.T) time.Time {
+	t.Helper()
+	n, err := time.Parse(time.RFC3339, "2026-11-24T22:16:00Z")
+	require.NoError(t, err)
+	return n
+}
+
+// A gang waiting for a tier (recorded): 5 pods of 8 GPUs under highestTierAllowed=1, leaf-0 full of
+// two other gangs; the scheduler's numbers per tier and its suggestions.
+func TestWaitingForATier(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	pg, owner, err := why.Resolve(s, "default", "vcjob/too-big")
+	require.NoError(t, err)
+	assert.Equal(t, "Volcano Job default/too-big", owner)
+	r := why.Build(s, pg, owner, now(t))
+	assert.True(t, r.Waits())
+	assert.Equal(t, "Inqueue", r.Phase)
+	require.NotNil(t, r.Placement)
+	p := r.Placement
+	assert.Equal(t, "highestTierAllowed=1", p.Limit)
+	assert.Equal(t, gangcontract.Amounts{Pods: 5, Resources: map[string]string{"cpu": "20", "nvidia.com/gpu": "40"}}, p.Need)
+	require.Len(t, p.Tiers, 3)
+	assert.Equal(t, 1, p.Tiers[0].Tier)
+	assert.True(t, p.Tiers[0].Allowed)
+	assert.Equal(t, 4, p.Tiers[0].Candidates)
+	assert.Equal(t, int64(4), p.Tiers[0].BestRoom, "an empty leaf: 4 nodes × 8 GPUs = 4 pods of 8")
+	assert.Equal(t, "32", p.Tiers[0].BestFree.Resources["nvidia.com/gpu"])
+	assert.Equal(t, "nvidia.com/gpu", p.Tiers[0].Binding)
+	assert.Equal(t, gangcontract.BindingTierLimit, p.Tiers[1].Binding)
+	assert.Equal(t, int64(8), p.Tiers[1].BestRoom, "an empty spine")
+	assert.Equal(t, []gangcontract.Suggestion{{Kind: gangcontract.SuggestFewerPods, Value: 4, Domain: p.Tiers[0].Best},
+		{Kind: gangcontract.SuggestHigherTier, Value: 2, Domain: p.Tiers[1].Best}}, p.Suggestions)
+	assert.Contains(t, r.Changes, "fewer pods: "+p.Tiers[0].Best+" has room for 4 of the 5 pods still to place (minMember 4 instead of 5)")
+	assert.Contains(t, r.Changes, "a higher tier: with highestTierAllowed 2, "+p.Tiers[1].Best+" has room for all 5 pods")
+	for _, f := range []output.Format{output.Table, output.JSON} {
+		clitest.Render(t, "why-tier", f, r)
+	}
+}
+
+// A gang behind a full Queue (recorded): the status controller's numbers, the holder and its deadline.
+func TestBehindAFullQueue(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	pg, _, err := why.Resolve(s, "ml", "cap-b")
+	require.NoError(t, err)
+	r := why.Build(s, pg, "", now(t))
+	assert.True(t, r.Waits())
+	assert.Equal(t, "Pending", r.Phase)
+	require.NotNil(t, r.Waiting)
+	assert.Equal(t, "QueueCapabilityExceeded", r.Waiting.Reason)
+	assert.Equal(t, map[string]string{"nvidia.com/gpu": "16"}, r.Queue.Capability)
+	assert.Equal(t, map[string]string{"nvidia.com/gpu": "16"}, r.Queue.Reserved)
+	require.Len(t, r.Queue.Holders, 1)
+	h := r.Queue.Holders[0]
+	assert.Equal(t, "ml/cap-a", h.Gang)
+	assert.NotEmpty(t, h.EndsBy, "cap-a's pods have activeDeadlineSeconds 3600")
+	assert.Nil(t, r.Placement, "not enqueued: the scheduler never tried it")
+	clitest.Render(t, "why-queue", output.Table, r)
+}
+
+// A placed gang: nothing to change, exit 0.
+func TestPlaced(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	pg, _, err := why.Resolve(s, "default", "pod/placed-0")
+	require.NoError(t, err)
+	r := why.Build(s, pg, "", now(t))
+	assert.False(t, r.Waits())
+	assert.Equal(t, 2, r.Placed)
+	assert.Equal(t, "leaf-0", r.Domain)
+	assert.Empty(t, r.Changes)
+	clitest.Render(t, "why-placed", output.Table, r)
+}
+
+func TestResolveErrors(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	_, _, err := why.Resolve(s, "default", "nope")
+	assert.Equal(t, exitcode.NotFound, exitcode.Of(err))
+	_, _, err = why.Resolve(s, "default", "pod/pinned")
+	assert.ErrorContains(t, err, "names PodGroup pinned, which does not exist")
+	_, _, err = why.Resolve(s, "default", "deployment/x")
+	assert.Equal(t, exitcode.Usage, exitcode.Of(err))
+}
