@@ -61,7 +61,8 @@ import (
 //
 // HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development); HB_PEERS_SCHEDULERS=a,b runs
 // only the named rows; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
-// Kueue run of each size into the run's log directory. Results replace the scheduler section of
+// Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
+// (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the scheduler section of
 // bench/results/peers.txt (HB_BENCH_RESULTS=off leaves it alone) and the pictures
 // bench/results/placement-<size>.svg.
 
@@ -113,6 +114,8 @@ type peerRun struct {
 	spread          []time.Duration // per placed gang: first pod bound → last pod bound
 	cpu, compCPU    float64         // scheduler / companion CPU seconds during the workload
 	jobCPU          float64         // Kueue's runs: kube-controller-manager's Job controller, CPU seconds
+	admit           []time.Duration // Kueue's runs, per placed gang: Job created → Kueue unsuspends it (admitted)
+	afterAdmit      []time.Duration // and admitted → last pod bound (pods created, ungated, bound)
 	rssKiB          int64           // scheduler + companion peak RSS (VmHWM) at the end of the run
 	nodesOf         map[string][]int
 	leaves          map[int][2]int // size → {leaf HyperNodes used, summed; gangs}
@@ -212,6 +215,12 @@ func BenchmarkPeers(b *testing.B) {
 			begin, load0 := time.Now(), loadAvg()
 			env, cs := startControlPlane(b)
 			dir := b.TempDir()
+			if keep := os.Getenv("HB_PEERS_LOGS"); keep != "" { // keep the processes' logs and profiles
+				dir = filepath.Join(keep, tree.label)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
 			kc := filepath.Join(dir, "kubeconfig")
 			if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
 				b.Fatal(err)
@@ -564,10 +573,13 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var admitted *kueueAdmissions
 	if s.name == "kueue" {
 		if err := p.kueueLocalQueue(ctx, ns); err != nil {
 			b.Fatal(err)
 		}
+		admitted = &kueueAdmissions{at: map[string]time.Time{}}
+		go admitted.follow(ctx, p.cs, ns)
 	}
 	go st.follow(ctx, p.cs, p.tree, ns)
 	go func() {
@@ -663,6 +675,10 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		}
 		r.placed++
 		r.latency = append(r.latency, st.last[g.name].Sub(created[g.name]))
+		if at, ok := admitted.get(g.name); ok {
+			r.admit = append(r.admit, at.Sub(created[g.name]))
+			r.afterAdmit = append(r.afterAdmit, st.last[g.name].Sub(at))
+		}
 		r.spread = append(r.spread, st.last[g.name].Sub(st.first[g.name]))
 		got := p.tree.lowestTier(nodes)
 		if got <= startCap(g.size) {
@@ -746,7 +762,9 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 			t.label, div(v.podsPerSec(), c.podsPerSec()), div(v.lat(0.99).Seconds(), c.lat(0.99).Seconds()), div(v.cpuPer1k(), c.cpuPer1k()))
 	}
 	if kq := aggs[peerKueue]; len(kq.runs) > 0 {
-		fmt.Fprintf(&sb, "kueue: kube-controller-manager's Job controller (creates the Jobs' pods; not in the row) %.2f cpu-s/1kpod\n",
+		fmt.Fprintf(&sb, "kueue: Job created -> admitted (Kueue unsuspends it) p50 %.2fs p99 %.2fs; admitted -> last pod bound (Job controller creates the pods, Kueue ungates them, kube-scheduler binds) p50 %.2fs p99 %.2fs; kube-controller-manager's Job controller (not in the row) %.2f cpu-s/1kpod\n",
+			quantile(kq.all(func(r peerRun) []time.Duration { return r.admit }), 0.5).Seconds(), quantile(kq.all(func(r peerRun) []time.Duration { return r.admit }), 0.99).Seconds(),
+			quantile(kq.all(func(r peerRun) []time.Duration { return r.afterAdmit }), 0.5).Seconds(), quantile(kq.all(func(r peerRun) []time.Duration { return r.afterAdmit }), 0.99).Seconds(),
 			1000*kq.sum(func(r peerRun) float64 { return r.jobCPU })/kq.sum(func(r peerRun) float64 { return float64(r.pods) }))
 	}
 	return sb.String()

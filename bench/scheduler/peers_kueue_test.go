@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -343,6 +345,61 @@ func kueueWebhookConfigs(addr string, ca []byte) ([]client.Object, error) {
 		return nil, fmt.Errorf("Kueue's webhook manifests hold %d configurations, expected a mutating and a validating one", len(out))
 	}
 	return out, nil
+}
+
+// kueueAdmissions records when Kueue admitted each Job of a namespace: the first time the watch sees
+// it unsuspended.
+type kueueAdmissions struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// get is nil-safe: runs of other schedulers have no admissions.
+func (a *kueueAdmissions) get(job string) (time.Time, bool) {
+	if a == nil {
+		return time.Time{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.at[job]
+	return t, ok
+}
+
+func (a *kueueAdmissions) see(j *batchv1.Job, now time.Time) {
+	if j.Spec.Suspend == nil || *j.Spec.Suspend {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.at[j.Name]; !ok {
+		a.at[j.Name] = now
+	}
+}
+
+// follow watches the namespace's Jobs until ctx ends.
+func (a *kueueAdmissions) follow(ctx context.Context, cs kubernetes.Interface, ns string) {
+	for ctx.Err() == nil {
+		l, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			retryAfterError(ctx)
+			continue
+		}
+		now := time.Now()
+		for i := range l.Items {
+			a.see(&l.Items[i], now)
+		}
+		w, err := cs.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			retryAfterError(ctx)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if j, ok := ev.Object.(*batchv1.Job); ok {
+				a.see(j, time.Now())
+			}
+		}
+		w.Stop()
+	}
 }
 
 // kueueCleanup removes a Kueue run's Jobs, their pods and Workloads while the manager and the Job
