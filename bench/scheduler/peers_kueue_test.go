@@ -55,7 +55,9 @@ import (
 //     cannot reach; the webhooks serve our 127.0.0.1 certificate instead and the webhook
 //     configurations (config/components/webhook/manifests.yaml, with the namespaceSelector its
 //     kustomization adds) point at it by URL;
-//   - health, webhook and pprof on free loopback ports, leader election off (one replica);
+//   - its metrics certificate, which that set-up mounts at /etc/kueue/metrics/certs, is our loopback
+//     certificate placed there in a private mount namespace (kueueMetricsCertWrapper);
+//   - health, metrics, webhook and pprof on free loopback ports, leader election off (one replica);
 //   - the VisibilityOnDemand feature gate off: its API server reads its certificate from /visibility,
 //     and it serves only the pending-workloads listing, no part of admission;
 //   - client QPS/burst peerKubeQPS like every other scheduler here (above the documented 300/500).
@@ -255,8 +257,13 @@ func (p *peerEnv) startKueueManager(ctx context.Context, logDir string) (*framew
 			}
 		}
 	}
-	mgr, err := framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
-		"kueue-manager", []string{"--config=" + path, "--kubeconfig=" + p.kc, "--zap-log-level=info"},
+	wrapper, err := kueueMetricsCertWrapper(logDir, certDir)
+	if err != nil {
+		unregister()
+		return nil, err
+	}
+	mgr, err := framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Dir(wrapper)},
+		"kueue-manager", []string{filepath.Join(framework.RepoRoot(), "bin", "kueue-manager"), "--config=" + path, "--kubeconfig=" + p.kc, "--zap-log-level=info"},
 		framework.HTTPReady(fmt.Sprintf("http://127.0.0.1:%d/readyz", health)))
 	if err != nil {
 		unregister()
@@ -265,6 +272,42 @@ func (p *peerEnv) startKueueManager(ctx context.Context, logDir string) (*framew
 	mgr.OnStop(unregister)
 	p.kueuePprof = fmt.Sprintf("http://127.0.0.1:%d", pprof)
 	return mgr, nil
+}
+
+// kueueMetricsCertWrapper writes <logDir>/wrap/kueue-manager, a script that runs the binary it is
+// given in a private mount namespace where /etc/kueue/metrics/certs holds certDir's tls.crt and
+// tls.key. With internalCertManagement off, Kueue v0.19.2's manager reads its metrics serving
+// certificate from that fixed path (cmd/kueue/main.go: the Secret its cert-manager set-up mounts
+// there) and exits without it. The path lives in an overlay over /etc on a tmpfs that disappears
+// with the process: the machine's /etc is never written. The script execs, so the process started
+// is the manager itself (its CPU and RSS are measured). It needs unshare(1) and the right to mount
+// (root or CAP_SYS_ADMIN).
+func kueueMetricsCertWrapper(logDir, certDir string) (string, error) {
+	dir := filepath.Join(logDir, "wrap")
+	over := filepath.Join(logDir, "etc-overlay")
+	for _, d := range []string{dir, over} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", err
+		}
+	}
+	script := `#!/bin/sh
+# Written by bench/scheduler/peers_kueue_test.go (kueueMetricsCertWrapper): Kueue's manager with its
+# metrics certificate at /etc/kueue/metrics/certs, in a private mount namespace.
+exec unshare -m --propagation private sh -c '
+set -e
+mount -t tmpfs kueue-etc "$0"
+mkdir -p "$0/upper" "$0/work"
+mount -t overlay kueue-etc -o lowerdir=/etc,upperdir="$0/upper",workdir="$0/work" /etc
+mkdir -p /etc/kueue/metrics/certs
+cp "$1/tls.crt" "$1/tls.key" /etc/kueue/metrics/certs/
+shift
+exec "$@"' "` + over + `" "` + certDir + `" "$@"
+`
+	path := filepath.Join(dir, "kueue-manager")
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil { //nolint:gosec // an executable script
+		return "", err
+	}
+	return path, nil
 }
 
 // kueueWebhookConfigs are Kueue's webhook configurations (config/components/webhook/manifests.yaml)
