@@ -255,8 +255,8 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			if os.Getenv("HB_BENCH_RESULTS") != "off" {
 				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s\n"+
-					"# make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin HB_PEERS_SIZES=%s go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
-					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, loadAvg(), time.Since(begin).Round(time.Second), tree.sizeArg())
+					"# make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin HB_PEERS_SIZES=%s HB_PEERS_TIMEOUT=%s go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
+					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, loadAvg(), time.Since(begin).Round(time.Second), tree.sizeArg(), peerRunTimeout())
 				if err := framework.WriteResultSection("peers.txt", "scheduler "+tree.label, head+peerReport(tree, setupTook, aggs)); err != nil {
 					b.Errorf("writing bench/results/peers.txt: %v", err)
 				}

@@ -320,22 +320,22 @@ func kueueWebhookConfigs(addr string, ca []byte) ([]client.Object, error) {
 	}
 	skipSystem := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", kueueNamespace}}}}
-	clientConfig := func(cc *admissionregistrationv1.WebhookClientConfig) error {
+	// fix points one webhook at addr and, for a job framework's webhook (not one on Kueue's own
+	// kinds), adds the kustomization's namespaceSelector.
+	fix := func(cc *admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations, sel **metav1.LabelSelector) error {
 		if cc.Service == nil || cc.Service.Path == nil {
 			return errors.New("a Kueue webhook without a service path")
 		}
 		*cc = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + *cc.Service.Path), CABundle: ca}
-		return nil
-	}
-	ownKinds := func(rules []admissionregistrationv1.RuleWithOperations) bool {
 		for _, r := range rules {
 			for _, g := range r.APIGroups {
 				if g == kueueGV.Group {
-					return true
+					return nil
 				}
 			}
 		}
-		return false
+		*sel = skipSystem
+		return nil
 	}
 	var out []client.Object
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
@@ -351,37 +351,27 @@ func kueueWebhookConfigs(addr string, ca []byte) ([]client.Object, error) {
 			continue
 		}
 		js, _ := yaml.Marshal(doc)
+		var err error
 		switch doc["kind"] {
 		case "MutatingWebhookConfiguration":
-			var c admissionregistrationv1.MutatingWebhookConfiguration
-			if err := yaml.Unmarshal(js, &c); err != nil {
-				return nil, err
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			err = yaml.Unmarshal(js, c)
+			for i := 0; err == nil && i < len(c.Webhooks); i++ {
+				err = fix(&c.Webhooks[i].ClientConfig, c.Webhooks[i].Rules, &c.Webhooks[i].NamespaceSelector)
 			}
 			c.Name = "kueue-" + c.Name
-			for i := range c.Webhooks {
-				if err := clientConfig(&c.Webhooks[i].ClientConfig); err != nil {
-					return nil, err
-				}
-				if !ownKinds(c.Webhooks[i].Rules) {
-					c.Webhooks[i].NamespaceSelector = skipSystem
-				}
-			}
-			out = append(out, &c)
+			out = append(out, c)
 		case "ValidatingWebhookConfiguration":
-			var c admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := yaml.Unmarshal(js, &c); err != nil {
-				return nil, err
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			err = yaml.Unmarshal(js, c)
+			for i := 0; err == nil && i < len(c.Webhooks); i++ {
+				err = fix(&c.Webhooks[i].ClientConfig, c.Webhooks[i].Rules, &c.Webhooks[i].NamespaceSelector)
 			}
 			c.Name = "kueue-" + c.Name
-			for i := range c.Webhooks {
-				if err := clientConfig(&c.Webhooks[i].ClientConfig); err != nil {
-					return nil, err
-				}
-				if !ownKinds(c.Webhooks[i].Rules) {
-					c.Webhooks[i].NamespaceSelector = skipSystem
-				}
-			}
-			out = append(out, &c)
+			out = append(out, c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Kueue's webhook manifests: %w", err)
 		}
 	}
 	if len(out) != 2 {
