@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -351,6 +352,9 @@ func (p *peerEnv) run(s peerSched) peerRun {
 	if profiled != nil {
 		<-profiled
 	}
+	if strings.HasPrefix(s.name, "volcano") {
+		saveVolcanoMetrics(b, sched, logDir)
+	}
 	for _, pr := range []*framework.Process{sched, comp, jobs} {
 		if pr != nil && pr.Exited() {
 			b.Fatalf("%s: a process exited during the run.\n%s", s.name, pr.LogTail(30))
@@ -371,6 +375,37 @@ func (p *peerEnv) startManager(ctx context.Context, logDir string) (*framework.P
 	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
 		"manager", []string{"--kubeconfig=" + p.kc, "--controllers=podgroupstatus", "--enable-webhooks=false", "--leader-elect=false",
 			"--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, framework.HTTPReady("http://"+addr+"/readyz"))
+}
+
+// saveVolcanoMetrics keeps vc-scheduler's /metrics at the end of a run in logDir/vc-scheduler-metrics.txt
+// (per action and per plugin latencies: where its time went), best effort. The address is the
+// --listen-address on the first line of its log (the command).
+func saveVolcanoMetrics(b *testing.B, sched *framework.Process, logDir string) {
+	f, err := os.ReadFile(sched.LogPath)
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+		return
+	}
+	first, _, _ := strings.Cut(string(f), "\n")
+	_, addr, ok := strings.Cut(first, "--listen-address=")
+	if !ok {
+		b.Logf("vc-scheduler metrics: no --listen-address in %q", first)
+		return
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/metrics")
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(logDir, "vc-scheduler-metrics.txt"), out, 0o600)
+	}
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+	}
 }
 
 // waitQueueOpen waits until Volcano's queue controller has opened the default Queue (proportion
