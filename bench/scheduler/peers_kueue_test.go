@@ -440,8 +440,18 @@ func (a *kueueAdmissions) follow(ctx context.Context, cs kubernetes.Interface, n
 func (p *peerEnv) kueueCleanup(ns string) {
 	ctx := context.Background()
 	b := p.b
-	if err := p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+	// Background: the Jobs go at once (Orphan and Foreground leave a finalizer only a garbage
+	// collector removes); the Job controller then creates no more pods, and the pods and Workloads
+	// they owned are deleted here.
+	if err := p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		b.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := p.cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("%s: Jobs not deleted: %v", ns, err)
 	}
 	deletePods(b, p.cs, ns)
 	wl := &unstructured.Unstructured{}
@@ -449,7 +459,7 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	if err := p.env.Client.DeleteAllOf(ctx, wl, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
 		b.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(kueueGV.WithKind("WorkloadList"))
 		err := p.env.Client.List(ctx, l, client.InNamespace(ns))
