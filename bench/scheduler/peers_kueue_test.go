@@ -153,7 +153,7 @@ func (p *peerEnv) kueueLocalQueue(ctx context.Context, ns string) error {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(kueueGV.WithKind("LocalQueue"))
 		if err := p.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: kueueQueue}, got); err != nil {
-			return false, nil
+			return false, client.IgnoreNotFound(err)
 		}
 		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 		for _, c := range conds {

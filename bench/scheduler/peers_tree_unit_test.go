@@ -1,12 +1,12 @@
 package scheduler
 
 import (
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // The peers benchmark's own bookkeeping: tree shapes, tiers and the workload's hard limits.
