@@ -111,8 +111,17 @@ lint: ## golangci-lint (config in .golangci.yml).
 	hack/tools.sh golangci-lint
 	$(BIN)/golangci-lint run ./...
 
+.PHONY: bench-tools
+bench-tools: ## What only the benchmarks need (never make test or CI): Kueue's manager (hack/tools/kueue) and its CRDs and manifests (_output/kueue/).
+	hack/tools.sh kueue-manager
+	hack/crds.sh kueue
+
+.PHONY: bench-peers
+bench-peers: test-tools crds build bench-tools ## The peers benchmark alone (hyperbatch, Volcano, Volcano without network-topology-aware, Kueue TAS, the stock profile); HB_PEERS_SIZES=1000 for one size.
+	$(GO) test -run '^$$' -bench 'Peers' -benchtime=1x -timeout 120m ./bench/scheduler/
+
 .PHONY: bench
-bench: test-tools crds build ## Benchmarks under bench/ (results and ratios land in bench/results/).
+bench: test-tools crds build bench-tools ## Benchmarks under bench/ (results and ratios land in bench/results/).
 	mkdir -p bench/results
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/defaults/ | tee bench/results/defaults.txt
 	$(GO) test -run '^$$' -bench 'AdmissionLatency|AdmissionPeers|PodBurst' -benchtime=1x -timeout 40m ./bench/webhook/

@@ -16,6 +16,12 @@
 #              TrainingRuntime, ClusterTrainingRuntime) and the scheduler-plugins PodGroup its controller
 #              watches (sigs.k8s.io/scheduler-plugins config/crd/bases), the versions
 #              hack/tools/trainer/go.mod pins; only the TrainJob integration test installs them
+#
+# `hack/crds.sh kueue` (make bench-tools; never make test) gathers, for the peers benchmark only, into
+# _output/kueue/ (git-ignored): Kueue's CRDs (sigs.k8s.io/kueue config/components/crd/bases), its
+# webhook configurations (config/components/webhook/manifests.yaml) and its documented manager
+# configuration (config/components/manager/controller_manager_config.yaml), of the version
+# hack/tools/kueue/go.mod pins.
 # Re-running is cheap: the output is rebuilt only when the pinned versions change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +31,7 @@ BIN=${HYPERBATCH_BIN:-$PWD/bin}
 die() { echo "hack/crds.sh: $*" >&2; exit 1; }
 
 VOLCANO_APIS=volcano.sh/apis@v1.14.0
+KUEUE=sigs.k8s.io/kueue@v0.19.2
 KARMADA=github.com/karmada-io/karmada@v1.16.0
 JOBSET=sigs.k8s.io/jobset@v0.10.1
 TRAINER=github.com/kubeflow/trainer/v2@v2.0.0
@@ -36,6 +43,39 @@ done
 # The version of volcano.sh/apis the product's go.mod pins must be the one the CRDs are generated from.
 gomod_apis="volcano.sh/apis@$(awk '$1=="volcano.sh/apis"{print $2; exit}' go.mod)"
 [ "$gomod_apis" = "$VOLCANO_APIS" ] || die "go.mod pins $gomod_apis but hack/crds.sh generates from $VOLCANO_APIS; update VOLCANO_APIS."
+moddir() { # module@version -> its directory in the module cache (downloads it if needed)
+  local dir
+  dir=$(go mod download -json "$1" 2>/dev/null | awk -F'"' '/"Dir":/{print $4}')
+  [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check the proxy settings (GOPROXY, GOFLAGS=-mod=mod) and retry."
+  echo "$dir"
+}
+
+if [ "${1:-}" = kueue ]; then
+  grep -q "^[[:space:]]*${KUEUE%@*} ${KUEUE#*@}\b" hack/tools/kueue/go.mod || die "hack/tools/kueue/go.mod does not pin $KUEUE; update hack/crds.sh."
+  kout=${KUEUE_DIR:-_output/kueue}
+  kstamp="$KUEUE $(sha256sum hack/crds.sh | cut -c1-16)"
+  if [ -f "$kout/.stamp" ] && [ "$(cat "$kout/.stamp")" = "$kstamp" ]; then
+    echo "Kueue's CRDs and manifests up to date in $kout"
+    exit 0
+  fi
+  ku=$(moddir "$KUEUE")
+  rm -rf "$kout"
+  mkdir -p "$kout/crds"
+  for f in "$ku"/config/components/crd/bases/*.yaml; do
+    grep -q '^kind: CustomResourceDefinition' "$f" && install -m 0644 "$f" "$kout/crds/"
+  done
+  for want in topologies resourceflavors clusterqueues localqueues workloads; do
+    [ -f "$kout/crds/kueue.x-k8s.io_$want.yaml" ] || die "$KUEUE has no config/components/crd/bases/kueue.x-k8s.io_$want.yaml; did it move?"
+  done
+  install -m 0644 "$ku/config/components/webhook/manifests.yaml" "$kout/webhooks.yaml" \
+    || die "$KUEUE has no config/components/webhook/manifests.yaml"
+  install -m 0644 "$ku/config/components/manager/controller_manager_config.yaml" "$kout/controller_manager_config.yaml" \
+    || die "$KUEUE has no config/components/manager/controller_manager_config.yaml"
+  echo "$kstamp" > "$kout/.stamp"
+  echo "Kueue's CRDs, webhook configurations and manager configuration written to $kout"
+  exit 0
+fi
+
 stamp="$VOLCANO_APIS $KARMADA $JOBSET $TRAINER $SCHED_PLUGINS $(sha256sum hack/crds.sh | cut -c1-16)"
 
 if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
@@ -43,12 +83,6 @@ if [ -f "$OUT/.stamp" ] && [ "$(cat "$OUT/.stamp")" = "$stamp" ]; then
   exit 0
 fi
 
-moddir() { # module@version -> its directory in the module cache (downloads it if needed)
-  local dir
-  dir=$(go mod download -json "$1" 2>/dev/null | awk -F'"' '/"Dir":/{print $4}')
-  [ -n "$dir" ] && [ -d "$dir" ] || die "could not download $1 from the Go module proxy ($(go env GOPROXY)). Check the proxy settings (GOPROXY, GOFLAGS=-mod=mod) and retry."
-  echo "$dir"
-}
 
 copy_yaml() { # src-dir dst-dir
   [ -d "$1" ] || die "expected CRD directory $1 is missing from the module; the pinned version may have moved it."

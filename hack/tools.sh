@@ -10,6 +10,8 @@
 #                                       kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36
 #                                       (the previous minor's control plane, built into bin/k8s-1.36/ under
 #                                       the upstream names; not part of the default set)
+#                                       kueue-manager (Kueue's manager for the peers benchmark; not part
+#                                       of the default set)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
@@ -68,6 +70,9 @@ GROUP[karmada-aggregated-apiserver]=karmada; PKG[karmada-aggregated-apiserver]=g
 GROUP[karmada-webhook]=karmada;              PKG[karmada-webhook]=github.com/karmada-io/karmada/cmd/webhook
 GROUP[karmada-controller-manager]=karmada;   PKG[karmada-controller-manager]=github.com/karmada-io/karmada/cmd/controller-manager
 GROUP[karmada-scheduler]=karmada;            PKG[karmada-scheduler]=github.com/karmada-io/karmada/cmd/scheduler
+# Kueue's manager: only the peers benchmark starts it (make bench / make bench-peers build it); it is not in
+# ALL, so make test and CI never pay for its build.
+GROUP[kueue-manager]=kueue;                  PKG[kueue-manager]=sigs.k8s.io/kueue/cmd/kueue
 # OUT: the path under bin/ when it is not the tool's name (the 1.36 binaries keep the upstream names in
 # their own directory, so KUBEBUILDER_ASSETS / HYPERBATCH_BIN can point at it).
 declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager [kubectl-1.36]=k8s-1.36/kubectl)
@@ -89,7 +94,7 @@ stamp_of() { # tool -> stamp text
 
 build() {
   local tool=$1
-  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36"
+  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36 kueue-manager"
   local dir=hack/tools/${GROUP[$tool]} out=$BIN/${OUT[$tool]:-$tool} stampf=$BIN/.$tool.stamp want
   mkdir -p "$(dirname "$out")"
   want=$(stamp_of "$tool")

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -34,8 +36,12 @@ import (
 
 // The peers benchmark: hyperbatch-scheduler against Volcano's own scheduler (vc-scheduler
 // v1.14.0-alpha.0 with the configuration Volcano documents for network-topology-aware scheduling,
-// volcano-scheduler.conf next to this file) and the stock kube-scheduler profile (no gangs, the
-// baseline), on the same HyperNode tree, the same workload and in the same control plane.
+// volcano-scheduler.conf next to this file), the same Volcano with the configuration its Helm chart
+// ships (gang, no network-topology-aware plugin: framework.VolcanoSchedulerConfig; the control row
+// "volcano-gang", same PodGroups), Kueue's Topology Aware Scheduling with the stock kube-scheduler
+// (peers_kueue_test.go) and the stock kube-scheduler profile (no gangs, the baseline), on the same
+// HyperNode tree (for Kueue: the same tree as node labels), the same workload and in the same control
+// plane.
 //
 // Each scheduler is a process started from bin/ (bin/scheduler for hyperbatch with
 // docs/scheduler-config.yaml, and for the stock profile with a default-scheduler-only configuration:
@@ -43,16 +49,22 @@ import (
 // --enable-metrics=true, Volcano #4729), beside the controller the scheduler needs in a cluster,
 // also a process: hyperbatch's manager with its podgroupstatus controller (PodGroup enqueue and
 // phases), Volcano's controller-manager (its queue controller opens the Queue; Volcano's scheduler
-// enqueues by itself). The stock profile runs alone.
+// enqueues by itself), Kueue's manager and kube-controller-manager's Job controller. The stock
+// profile runs alone. CPU and peak RSS count the scheduler and its companion (for Kueue its manager
+// and kube-scheduler; the Job controller, which Kueue needs only because its gangs are Jobs, is
+// reported apart).
 //
 // Per size the schedulers run one after another on fresh copies of the workload in the order
-// hyperbatch, volcano, default, default, volcano, hyperbatch (ABBA), each with a fresh process
-// warmed by one probe pod. Run:
+// hyperbatch, volcano, volcano-gang, kueue, default and back (ABBA), each with a fresh process
+// warmed by one probe gang. Run:
 //
-//	make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m
+//	make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m
 //
-// HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development). Results replace the scheduler
-// section of bench/results/peers.txt (HB_BENCH_RESULTS=off leaves it alone) and the pictures
+// HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development); HB_PEERS_SCHEDULERS=a,b runs
+// only the named rows; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
+// Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
+// (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the scheduler section of
+// bench/results/peers.txt (HB_BENCH_RESULTS=off leaves it alone) and the pictures
 // bench/results/placement-<size>.svg.
 
 type peerSched struct {
@@ -63,11 +75,18 @@ type peerSched struct {
 var peerScheds = []peerSched{
 	{"hyperbatch", hbName, true},
 	{"volcano", "volcano", true},
+	{"volcano-gang", "volcano", true},
+	{"kueue", defaultName, true},
 	{"default", defaultName, false},
 }
 
+// Indexes into peerScheds of the rows the ratio lines compare.
+const (
+	peerHB, peerVolcano, peerVolcanoGang, peerKueue = 0, 1, 2, 3
+)
+
 // peerOrder is the ABBA order of peerScheds indexes.
-var peerOrder = []int{0, 1, 2, 2, 1, 0}
+var peerOrder = []int{0, 1, 2, 3, 4, 4, 3, 2, 1, 0}
 
 const (
 	peerCreators     = 8               // parallel pod creators
@@ -95,7 +114,10 @@ type peerRun struct {
 	latency         []time.Duration // per gang: PodGroup create → last pod bound (unplaced: → the timeout, a lower bound)
 	spread          []time.Duration // per placed gang: first pod bound → last pod bound
 	cpu, compCPU    float64         // scheduler / companion CPU seconds during the workload
-	rssKiB          int64           // scheduler peak RSS (VmHWM) at the end of the run
+	jobCPU          float64         // Kueue's runs: kube-controller-manager's Job controller, CPU seconds
+	admit           []time.Duration // Kueue's runs, per placed gang: Job created → Kueue unsuspends it (admitted)
+	afterAdmit      []time.Duration // and admitted → last pod bound (pods created, ungated, bound)
+	rssKiB          int64           // scheduler + companion peak RSS (VmHWM) at the end of the run
 	nodesOf         map[string][]int
 	leaves          map[int][2]int // size → {leaf HyperNodes used, summed; gangs}
 }
@@ -181,17 +203,25 @@ func BenchmarkPeers(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(framework.AssetsDir(), "vc-scheduler")); err != nil && selected(1) {
 		b.Fatalf("vc-scheduler is missing from %s: run 'hack/tools.sh vc-scheduler vc-controller-manager'", framework.AssetsDir())
 	}
+	if _, err := os.Stat(filepath.Join(root, "bin", "kueue-manager")); err != nil && selected(peerKueue) {
+		b.Fatalf("bin/kueue-manager is missing: run 'make bench-tools' (hack/tools.sh kueue-manager, hack/crds.sh kueue)")
+	}
 	vcConf, err := os.ReadFile(filepath.Join(root, "bench", "scheduler", "volcano-scheduler.conf"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	begin, load0 := time.Now(), framework.LoadAverage()
-	var sections []string
 	for _, tree := range peerTrees() {
 		b.Run("size="+tree.label, func(b *testing.B) {
 			b.StopTimer()
+			begin, load0 := time.Now(), framework.LoadAverage()
 			env, cs := startControlPlane(b)
 			dir := b.TempDir()
+			if keep := os.Getenv("HB_PEERS_LOGS"); keep != "" { // keep the processes' logs and profiles
+				dir = filepath.Join(keep, tree.label)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					b.Fatal(err)
+				}
+			}
 			kc := filepath.Join(dir, "kubeconfig")
 			if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
 				b.Fatal(err)
@@ -204,8 +234,13 @@ func BenchmarkPeers(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			setupTook := time.Since(setup)
 			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf)}
+			if selected(peerKueue) {
+				if err := p.setupKueue(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			setupTook := time.Since(setup)
 			aggs := make([]peerAgg, len(peerScheds))
 			for i := 0; i < b.N; i++ {
 				for _, k := range peerOrder {
@@ -219,26 +254,25 @@ func BenchmarkPeers(b *testing.B) {
 				b.ReportMetric(aggs[k].podsPerSec(), s.name+"-pods/s")
 				b.ReportMetric(aggs[k].lat(0.99).Seconds(), s.name+"-p99-s")
 			}
-			sections = append(sections, peerReport(tree, setupTook, aggs))
+			if os.Getenv("HB_BENCH_RESULTS") != "off" {
+				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s\n"+
+					"# make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin HB_PEERS_SIZES=%s HB_PEERS_TIMEOUT=%s go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
+					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second), tree.sizeArg(), peerRunTimeout())
+				if err := framework.WriteResultSection("peers.txt", "scheduler "+tree.label, head+peerReport(tree, setupTook, aggs)); err != nil {
+					b.Errorf("writing bench/results/peers.txt: %v", err)
+				}
+			}
 			if err := writePlacementSVG(tree, aggs); err != nil {
 				b.Errorf("writing the placement picture: %v", err)
 			}
 			for k, s := range peerScheds {
 				for _, r := range aggs[k].runs {
-					if s.gang && (r.partial > 0 || r.aboveHard > 0) {
+					if k == peerHB && (r.partial > 0 || r.aboveHard > 0) {
 						b.Errorf("%s on %s: %d partial gangs, %d hard gangs above their highestTierAllowed", s.name, tree.label, r.partial, r.aboveHard)
 					}
 				}
 			}
 		})
-	}
-	if len(sections) > 0 && os.Getenv("HB_BENCH_RESULTS") != "off" {
-		head := fmt.Sprintf("# %s BenchmarkPeers, GOMAXPROCS=%d, %s; load average %s at start, %s at end; wall time %s\n"+
-			"# make build && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
-			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second))
-		if err := framework.WriteResultSection("peers.txt", "scheduler", head+strings.Join(sections, "\n")); err != nil {
-			b.Errorf("writing bench/results/peers.txt: %v", err)
-		}
 	}
 }
 
@@ -252,6 +286,10 @@ type peerEnv struct {
 	tree   peerTree
 	vcConf string
 	seq    int
+	// kueuePprof is the running Kueue manager's pprof address; kueueProfiled marks that this size's
+	// Kueue profile is taken.
+	kueuePprof    string
+	kueueProfiled bool
 }
 
 // run starts the scheduler (and its companion), probes it, runs the workload and stops both.
@@ -260,50 +298,71 @@ func (p *peerEnv) run(s peerSched) peerRun {
 	p.seq++
 	logDir := filepath.Join(p.dir, fmt.Sprintf("%02d-%s", p.seq, s.name))
 	ctx := context.Background()
-	var comp *framework.Process
+	var comp, jobs *framework.Process
 	var err error
 	switch s.name {
 	case "hyperbatch":
 		comp, err = p.startManager(ctx, logDir)
-	case "volcano":
+	case "volcano", "volcano-gang":
 		comp, err = framework.StartVolcanoControllers(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir})
 		if err == nil {
 			err = p.waitQueueOpen(ctx)
 		}
+	case "kueue":
+		comp, jobs, err = p.startKueue(ctx, logDir)
 	}
 	if err != nil {
 		b.Fatal(err)
+	}
+	stop := func(procs ...*framework.Process) {
+		for _, pr := range procs {
+			if pr == nil {
+				continue
+			}
+			if err := pr.Stop(); err != nil {
+				b.Log(err)
+			}
+		}
 	}
 	sched, err := p.startScheduler(ctx, s, logDir)
 	if err != nil {
-		_ = comp.Stop()
+		stop(comp, jobs)
 		b.Fatal(err)
 	}
-	defer func() {
-		if err := sched.Stop(); err != nil {
-			b.Log(err)
-		}
-		if err := comp.Stop(); err != nil {
-			b.Log(err)
-		}
-	}()
+	defer stop(sched, comp, jobs)
 	p.probe(s, sched)
-	cpu0, ccpu0 := sched.CPUSeconds(), 0.0
-	if comp != nil {
-		ccpu0 = comp.CPUSeconds()
+	cpuOf := func(pr *framework.Process) float64 {
+		if pr == nil {
+			return 0
+		}
+		return pr.CPUSeconds()
 	}
+	var profiled chan struct{}
+	if d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE")); err == nil && d > 0 && s.name == "kueue" && !p.kueueProfiled {
+		p.kueueProfiled, profiled = true, make(chan struct{})
+		go func() { defer close(profiled); p.kueueProfile(logDir, d) }()
+	}
+	cpu0, ccpu0, jcpu0 := sched.CPUSeconds(), cpuOf(comp), cpuOf(jobs)
 	r := p.workload(s, sched)
-	r.cpu = sched.CPUSeconds() - cpu0
-	if comp != nil {
-		r.compCPU = comp.CPUSeconds() - ccpu0
-	}
+	r.cpu, r.compCPU, r.jobCPU = sched.CPUSeconds()-cpu0, cpuOf(comp)-ccpu0, cpuOf(jobs)-jcpu0
 	r.rssKiB = sched.PeakRSSKiB()
-	if sched.Exited() {
-		b.Fatalf("%s exited during the run.\n%s", s.name, sched.LogTail(30))
+	if comp != nil {
+		r.rssKiB += comp.PeakRSSKiB()
 	}
-	b.Logf("%-10s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion), peak RSS %.0f MiB",
+	if profiled != nil {
+		<-profiled
+	}
+	if strings.HasPrefix(s.name, "volcano") {
+		saveVolcanoMetrics(b, sched, logDir)
+	}
+	for _, pr := range []*framework.Process{sched, comp, jobs} {
+		if pr != nil && pr.Exited() {
+			b.Fatalf("%s: a process exited during the run.\n%s", s.name, pr.LogTail(30))
+		}
+	}
+	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
 		s.name, p.tree.label, r.placed, r.gangs, r.elapsed.Seconds(), float64(r.boundPods)/r.elapsed.Seconds(), quantile(r.latency, 0.5).Seconds(),
-		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, float64(r.rssKiB)/1024)
+		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
 	return r
 }
 
@@ -318,6 +377,37 @@ func (p *peerEnv) startManager(ctx context.Context, logDir string) (*framework.P
 			"--metrics-bind-address=0", "--health-probe-bind-address=" + addr}, framework.HTTPReady("http://"+addr+"/readyz"))
 }
 
+// saveVolcanoMetrics keeps vc-scheduler's /metrics at the end of a run in logDir/vc-scheduler-metrics.txt
+// (per action and per plugin latencies: where its time went), best effort. The address is the
+// --listen-address on the first line of its log (the command).
+func saveVolcanoMetrics(b *testing.B, sched *framework.Process, logDir string) {
+	f, err := os.ReadFile(sched.LogPath)
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+		return
+	}
+	first, _, _ := strings.Cut(string(f), "\n")
+	_, addr, ok := strings.Cut(first, "--listen-address=")
+	if !ok {
+		b.Logf("vc-scheduler metrics: no --listen-address in %q", first)
+		return
+	}
+	addr, _, _ = strings.Cut(addr, " ")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + addr + "/metrics")
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(logDir, "vc-scheduler-metrics.txt"), out, 0o600)
+	}
+	if err != nil {
+		b.Logf("vc-scheduler metrics: %v", err)
+	}
+}
+
 // waitQueueOpen waits until Volcano's queue controller has opened the default Queue (proportion
 // enqueues nothing into a Queue that is not Open).
 func (p *peerEnv) waitQueueOpen(ctx context.Context) error {
@@ -330,8 +420,12 @@ func (p *peerEnv) waitQueueOpen(ctx context.Context) error {
 
 // startScheduler starts the scheduler process with the client QPS and burst peerKubeQPS.
 func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string) (*framework.Process, error) {
-	if s.name == "volcano" {
-		return framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, SchedulerConf: p.vcConf,
+	if s.name == "volcano" || s.name == "volcano-gang" {
+		conf := p.vcConf // the documented network-topology-aware configuration
+		if s.name == "volcano-gang" {
+			conf = framework.VolcanoSchedulerConfig // the Helm chart's: gang, no network-topology-aware
+		}
+		return framework.StartVolcanoScheduler(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, SchedulerConf: conf,
 			ExtraArgs: []string{fmt.Sprintf("--kube-api-qps=%d", peerKubeQPS), fmt.Sprintf("--kube-api-burst=%d", peerKubeQPS)}})
 	}
 	conf := framework.StockSchedulerConfig()
@@ -374,25 +468,40 @@ func peerPod(ns, name, group, scheduler string) *corev1.Pod {
 	return builders.MakeGangPod(ns, name, group, scheduler).Image("registry.example/x").Requests(req).Limits(req).Obj()
 }
 
-// probe waits until the fresh scheduler binds a one-pod hard tier-1 gang, then removes it.
+// probe waits until the fresh scheduler binds a one-pod hard tier-1 gang (for Kueue a one-pod Job
+// through its webhooks, admission and ungating), then removes it.
 func (p *peerEnv) probe(s peerSched, sched *framework.Process) {
 	b, ctx := p.b, context.Background()
 	ns := newNamespace(b, p.cs, "probe")
 	g := peerGang{name: "probe", size: 1, tier: 1}
-	if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, "probe", "probe", s.schedulerName), metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
+	if s.name == "kueue" {
+		if err := p.kueueLocalQueue(ctx, ns); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.env.Client.Create(ctx, p.kueueJob(ns, g)); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, "probe", "probe", s.schedulerName), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := waitBound(ctx, p.cs, ns, 1, 3*time.Minute); err != nil {
 		b.Fatalf("%s: probe pod not bound: %v\n%s", s.name, err, sched.LogTail(30))
 	}
-	p.cleanup(ns)
+	p.cleanup(s, ns)
 }
 
-// cleanup deletes a namespace's pods and PodGroups (no namespace controller runs here).
-func (p *peerEnv) cleanup(ns string) {
+// cleanup deletes a namespace's pods and PodGroups, or Kueue's Jobs, pods and Workloads (no namespace
+// controller runs here).
+func (p *peerEnv) cleanup(s peerSched, ns string) {
+	if s.name == "kueue" {
+		p.kueueCleanup(ns)
+		return
+	}
 	deletePods(p.b, p.cs, ns)
 	if err := p.env.Client.DeleteAllOf(context.Background(), &schedulingv1beta1.PodGroup{}, client.InNamespace(ns)); err != nil {
 		p.b.Fatal(err)
@@ -499,6 +608,14 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var admitted *kueueAdmissions
+	if s.name == "kueue" {
+		if err := p.kueueLocalQueue(ctx, ns); err != nil {
+			b.Fatal(err)
+		}
+		admitted = &kueueAdmissions{at: map[string]time.Time{}}
+		go admitted.follow(ctx, p.cs, ns)
+	}
 	go st.follow(ctx, p.cs, p.tree, ns)
 	go func() {
 		tick := time.NewTicker(peerSample)
@@ -537,6 +654,13 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	start := time.Now()
 	for _, g := range gangs {
 		created[g.name] = time.Now()
+		if s.name == "kueue" { // the Job controller creates the pods
+			if err := p.env.Client.Create(ctx, p.kueueJob(ns, g)); err != nil {
+				errs <- err
+				break
+			}
+			continue
+		}
 		if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
 			errs <- err
 			break
@@ -586,6 +710,10 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		}
 		r.placed++
 		r.latency = append(r.latency, st.last[g.name].Sub(created[g.name]))
+		if at, ok := admitted.get(g.name); ok {
+			r.admit = append(r.admit, at.Sub(created[g.name]))
+			r.afterAdmit = append(r.afterAdmit, st.last[g.name].Sub(at))
+		}
 		r.spread = append(r.spread, st.last[g.name].Sub(st.first[g.name]))
 		got := p.tree.lowestTier(nodes)
 		if got <= startCap(g.size) {
@@ -601,7 +729,7 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		v := r.leaves[g.size]
 		r.leaves[g.size] = [2]int{v[0] + len(leaves), v[1] + 1}
 	}
-	p.cleanup(ns)
+	p.cleanup(s, ns)
 	return r
 }
 
@@ -618,10 +746,13 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 	}
 	fmt.Fprintf(&sb, "## size %s: %d nodes (8 CPU each), %d HyperNodes in %d tiers (setup %s); workload %d gangs (%d soft), %d pods of 1 CPU; runs in the order %s\n",
 		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames())
-	fmt.Fprintf(&sb, "%-10s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
+	fmt.Fprintf(&sb, "%-12s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
 		"cpu-s/1kpod", "comp-cpu/1k", "rss-MiB", "rss-MiB/1k", "bind spread p99 / racks per gang by size / runs pods/s")
 	for k, s := range peerScheds {
 		a := aggs[k]
+		if len(a.runs) == 0 {
+			continue
+		}
 		var runs, leaves []string
 		unplaced, partial := 0, 0
 		for _, r := range a.runs {
@@ -639,21 +770,38 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 				leaves = append(leaves, fmt.Sprintf("%d:%.2f", size, float64(used)/float64(n)))
 			}
 		}
-		fmt.Fprintf(&sb, "%-10s %9.1f %8.2f %8.2f %9.1f %8d %8d %12.2f %12.2f %10.0f %12.1f  %.2fs / %s / %s\n", s.name, a.podsPerSec(), a.lat(0.5).Seconds(), a.lat(0.99).Seconds(),
+		fmt.Fprintf(&sb, "%-12s %9.1f %8.2f %8.2f %9.1f %8d %8d %12.2f %12.2f %10.0f %12.1f  %.2fs / %s / %s\n", s.name, a.podsPerSec(), a.lat(0.5).Seconds(), a.lat(0.99).Seconds(),
 			100*a.lowestShare(), partial, unplaced, a.cpuPer1k(), a.compCPUPer1k(), a.rssMiB(), a.rssMiBPer1k(),
 			quantile(a.all(func(r peerRun) []time.Duration { return r.spread }), 0.99).Seconds(), strings.Join(leaves, " "), strings.Join(runs, ", "))
 	}
-	h, v := aggs[0], aggs[1]
 	div := func(x, y float64) string {
-		if y == 0 {
+		if y == 0 || math.IsNaN(y) || math.IsNaN(x) {
 			return "-"
 		}
 		return fmt.Sprintf("%.2fx", x/y)
 	}
-	fmt.Fprintf(&sb, "ratio hyperbatch/volcano (%s): pods/s %s (goal >= 1.0x), p50 %s, p99 %s (goal <= 1.0x), lowest tier %.1f%% vs %.1f%% (goal 100%%), partial gangs %d vs %d (goal 0), cpu/1k pods %s, peak RSS %s\n",
-		t.label, div(h.podsPerSec(), v.podsPerSec()), div(h.lat(0.5).Seconds(), v.lat(0.5).Seconds()), div(h.lat(0.99).Seconds(), v.lat(0.99).Seconds()),
-		100*h.lowestShare(), 100*v.lowestShare(), int(h.sum(func(r peerRun) float64 { return float64(r.partial) })), int(v.sum(func(r peerRun) float64 { return float64(r.partial) })),
-		div(h.cpuPer1k(), v.cpuPer1k()), div(h.rssMiB(), v.rssMiB()))
+	partial := func(a peerAgg) int { return int(a.sum(func(r peerRun) float64 { return float64(r.partial) })) }
+	h := aggs[peerHB]
+	for _, k := range []int{peerVolcano, peerKueue} {
+		v := aggs[k]
+		if len(h.runs) == 0 || len(v.runs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&sb, "ratio hyperbatch/%s (%s): pods/s %s (goal >= 1.0x), p50 %s, p99 %s (goal <= 1.0x), lowest tier %.1f%% vs %.1f%% (goal 100%%), partial gangs %d vs %d (goal 0), cpu/1k pods %s (with companions %s), peak RSS %s\n",
+			peerScheds[k].name, t.label, div(h.podsPerSec(), v.podsPerSec()), div(h.lat(0.5).Seconds(), v.lat(0.5).Seconds()), div(h.lat(0.99).Seconds(), v.lat(0.99).Seconds()),
+			100*h.lowestShare(), 100*v.lowestShare(), partial(h), partial(v),
+			div(h.cpuPer1k(), v.cpuPer1k()), div(h.cpuPer1k()+h.compCPUPer1k(), v.cpuPer1k()+v.compCPUPer1k()), div(h.rssMiB(), v.rssMiB()))
+	}
+	if v, c := aggs[peerVolcano], aggs[peerVolcanoGang]; len(v.runs) > 0 && len(c.runs) > 0 {
+		fmt.Fprintf(&sb, "control volcano/volcano-gang (%s): pods/s %s, p99 %s, cpu/1k pods %s (the same vc-scheduler and PodGroups; volcano-gang runs the Helm chart's configuration, without network-topology-aware)\n",
+			t.label, div(v.podsPerSec(), c.podsPerSec()), div(v.lat(0.99).Seconds(), c.lat(0.99).Seconds()), div(v.cpuPer1k(), c.cpuPer1k()))
+	}
+	if kq := aggs[peerKueue]; len(kq.runs) > 0 {
+		fmt.Fprintf(&sb, "kueue: Job created -> admitted (Kueue unsuspends it) p50 %.2fs p99 %.2fs; admitted -> last pod bound (Job controller creates the pods, Kueue ungates them, kube-scheduler binds) p50 %.2fs p99 %.2fs; kube-controller-manager's Job controller (not in the row) %.2f cpu-s/1kpod\n",
+			quantile(kq.all(func(r peerRun) []time.Duration { return r.admit }), 0.5).Seconds(), quantile(kq.all(func(r peerRun) []time.Duration { return r.admit }), 0.99).Seconds(),
+			quantile(kq.all(func(r peerRun) []time.Duration { return r.afterAdmit }), 0.5).Seconds(), quantile(kq.all(func(r peerRun) []time.Duration { return r.afterAdmit }), 0.99).Seconds(),
+			1000*kq.sum(func(r peerRun) float64 { return r.jobCPU })/kq.sum(func(r peerRun) float64 { return float64(r.pods) }))
+	}
 	return sb.String()
 }
 

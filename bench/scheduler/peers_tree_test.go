@@ -133,15 +133,23 @@ func peerTrees() []peerTree {
 	return out
 }
 
-// create makes the nodes (8 CPU, 110 pods, Ready, untainted) and the HyperNodes (exact members).
+// sizeArg is the HB_PEERS_SIZES value that runs this tree.
+func (t peerTree) sizeArg() string {
+	if t.label == domainTree().label {
+		return "domain"
+	}
+	return fmt.Sprint(t.nodes)
+}
+
+// create makes the nodes (8 CPU, 110 pods, Ready, untainted, labelled with their domain of each tier:
+// nodeLabels) and the HyperNodes (exact members).
 func (t peerTree) create(b *testing.B, cs kubernetes.Interface, env *framework.Env) {
 	ctx := context.Background()
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(t.peerSlots), resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
 	framework.Parallel(b, tpSetupPar, t.nodes, func(i int) error {
 		name := t.nodeName(i)
-		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{corev1.LabelHostname: name}}}, metav1.CreateOptions{})
+		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: t.nodeLabels(i)}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}

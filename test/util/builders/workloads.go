@@ -60,6 +60,33 @@ func (w *PodTemplateWrapper) Limit(r corev1.ResourceName, q string) *PodTemplate
 	return w
 }
 
+// Annotation sets a pod-template annotation.
+func (w *PodTemplateWrapper) Annotation(k, v string) *PodTemplateWrapper {
+	set(&w.Annotations, k, v)
+	return w
+}
+
+// JobWrapper builds a batch/v1 Job.
+type JobWrapper struct{ batchv1.Job }
+
+// MakeJob is an Indexed Job of pods pods (parallelism = completions) running template, no retries.
+func MakeJob(namespace, name string, pods int32, template corev1.PodTemplateSpec) *JobWrapper {
+	return &JobWrapper{batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: batchv1.JobSpec{Parallelism: ptr.To(pods), Completions: ptr.To(pods), BackoffLimit: ptr.To[int32](0),
+			CompletionMode: ptr.To(batchv1.IndexedCompletion), Template: template},
+	}}
+}
+
+// Obj returns the Job.
+func (w *JobWrapper) Obj() *batchv1.Job { return &w.Job }
+
+// Label sets a label on the Job.
+func (w *JobWrapper) Label(k, v string) *JobWrapper {
+	set(&w.Labels, k, v)
+	return w
+}
+
 // JobSetWrapper builds a JobSet.
 type JobSetWrapper struct{ jobsetv1alpha2.JobSet }
 
