@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,9 @@ type Reconciler struct {
 	// memberPods counts a finished child's pods in its member cluster (memberpods.go); set with
 	// gateDispatch.
 	memberPods memberPodCounter
+	// auto decides splitPolicy mode auto (autodecide.go); nil when the apiserver serves no Karmada
+	// Clusters (then mode auto is refused).
+	auto *autoDecider
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -131,6 +135,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
 	} else if !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+	}
+	clusterKind := clusterv1alpha1.SchemeGroupVersion.WithKind("Cluster")
+	if _, err := mgr.GetRESTMapper().RESTMapping(clusterKind.GroupKind(), clusterKind.Version); err == nil && r.gateDispatch {
+		if r.auto == nil {
+			r.auto = newAutoDecider(clusterProxyMemberReader(mgr.GetConfig()))
+		}
+		bld = bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+			builder.WithPredicates(clusterCapacityChanged)).
+			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+				builder.WithPredicates(hyperJobDeleted))
+	} else if err != nil && !apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("looking up Karmada's Cluster kind: %w", err)
 	}
 	return bld.
 		Named(ControllerName).
@@ -193,7 +209,7 @@ func (r *Reconciler) hyperJobRequests(ctx context.Context, opts ...client.ListOp
 
 // Reconcile brings one HyperJob's children to the plan (syncVCJobAndPP), then writes the aggregated
 // status (syncHyperJobStatus). Errors are returned so the workqueue retries with backoff.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var hj trainingv1alpha1.HyperJob
 	if err := r.client.Get(ctx, req.NamespacedName, &hj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -221,6 +237,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res.staleCache {
 		return ctrl.Result{RequeueAfter: staleCacheRequeue}, syncErr
 	}
+	if res.autoRetry {
+		// Waiting for room for an auto split: Cluster and HyperJob watch events bring the next
+		// decision sooner (autodecide.go).
+		defer func() {
+			if err == nil && result.RequeueAfter == 0 {
+				result.RequeueAfter = autoRetry
+			}
+		}()
+	}
 	if res.waitFor > 0 {
 		// The cache has not shown this controller's last writes yet; their watch events trigger the
 		// next pass. Status waits too, so it is never written from a view missing our own children.
@@ -233,7 +258,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if hj.Status.SplitCount != nil {
 		setChildren(req.NamespacedName, *hj.Status.SplitCount)
 	}
-	err := errors.Join(syncErr, statusErr)
+	err = errors.Join(syncErr, statusErr)
 	if err != nil && onlyNameTaken(err) {
 		// Someone else's object holds a child's name. That is no transient failure to back off from
 		// exponentially (the delay would grow to minutes and the child would start long after the

@@ -3,6 +3,7 @@
 package scheme
 
 import (
+	karmadaclusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	karmadapolicyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	karmadaworkv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +30,7 @@ func New() *runtime.Scheme {
 		schedulingv1beta1.AddToScheme,
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,
+		karmadaclusterv1alpha1.Install,
 		karmadapolicyv1alpha1.Install,
 		karmadaworkv1alpha2.Install,
 		jobsetv1alpha2.AddToScheme,

@@ -390,10 +390,11 @@ type record struct {
 	clusters  []string
 	phase     batchv1alpha1.JobPhase
 	succeeded int32
+	podPhase  corev1.PodPhase
 }
 
 func (r record) String() string {
-	return fmt.Sprintf("%s %s %s %s/%s rv=%d suspended=%v clusters=%v phase=%s succeeded=%d", r.at.Format("15:04:05.000"), r.src, r.typ, r.kind, r.name, r.rv, r.suspended, r.clusters, r.phase, r.succeeded)
+	return fmt.Sprintf("%s %s %s %s/%s rv=%d suspended=%v clusters=%v phase=%s%s succeeded=%d", r.at.Format("15:04:05.000"), r.src, r.typ, r.kind, r.name, r.rv, r.suspended, r.clusters, r.phase, r.podPhase, r.succeeded)
 }
 
 // watch records every event of list's kind in the namespace tl.ns on the apiserver of cfg until ctx
@@ -420,6 +421,8 @@ func (tl *timeline) watch(ctx context.Context, t *testing.T, src string, cfg *re
 				}
 			case *batchv1alpha1.Job:
 				r.kind, r.name, r.phase, r.succeeded = "Job", o.Name, o.Status.State.Phase, o.Status.Succeeded
+			case *corev1.Pod:
+				r.kind, r.name, r.podPhase = "Pod", o.Name, o.Status.Phase
 			default:
 				continue
 			}
