@@ -1,0 +1,381 @@
+// Package multicluster benchmarks HyperJobs across member clusters on a real Karmada v1.16 plane
+// with two real members (test/integration/framework/federation): the time from creating the
+// HyperJobs until every child runs in its member, split between hyperbatch, Karmada and the
+// members, and the CPU each side spends. Both cases use splitPolicy mode auto (children of one
+// pod × 1 GPU, no tier limit, maxDomains 2), so the decision is part of what is measured.
+//
+//	flock /tmp/hyperbatch-bench.lock go test ./bench/multicluster/ -run '^$' -bench . -benchtime 1x -timeout 30m
+//
+// MC_BENCH_HYPERJOBS (100), MC_BENCH_CHILDREN (10) and MC_BENCH_LARGE (1000) shrink the cases.
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/federation"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+)
+
+var fed *federation.Federation
+
+// Each member: 12 kwok nodes of 48 GPUs (576 GPUs, 1,320 pods), so 1,000 one-GPU children need both.
+func memberNodes(prefix string) []membercluster.Node {
+	out := make([]membercluster.Node, 12)
+	for i := range out {
+		out[i] = membercluster.Node{Name: fmt.Sprintf("%s-gpu-%02d", prefix, i), GPUs: 48}
+	}
+	return out
+}
+
+func TestMain(m *testing.M) {
+	framework.SetupLogs(framework.QuietDiscard)
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "hyperbatch-bench-multicluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	fed, err = federation.Start(ctx, federation.Options{Dir: dir, Members: map[string][]membercluster.Node{
+		"member1": memberNodes("m1"), "member2": memberNodes("m2")}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "federation did not start: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "multicluster bench: plane + 2 members joined in %s\n", fed.Joined.Round(100*time.Millisecond))
+	code := m.Run()
+	if err := fed.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stopping: %v\n", err)
+	}
+	return code
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkManyHyperJobs: MC_BENCH_HYPERJOBS HyperJobs of MC_BENCH_CHILDREN children, created at once.
+func BenchmarkManyHyperJobs(b *testing.B) {
+	n, c := envInt("MC_BENCH_HYPERJOBS", 100), envInt("MC_BENCH_CHILDREN", 10)
+	for i := 0; i < b.N; i++ {
+		runCase(b, fmt.Sprintf("many-%d", i), n, c)
+	}
+}
+
+// BenchmarkOneLargeHyperJob: one HyperJob of MC_BENCH_LARGE children.
+func BenchmarkOneLargeHyperJob(b *testing.B) {
+	c := envInt("MC_BENCH_LARGE", 1000)
+	for i := 0; i < b.N; i++ {
+		runCase(b, fmt.Sprintf("large-%d", i), 1, c)
+	}
+}
+
+// milestones of one child, in arrival order at this process.
+type child struct {
+	hj                                           string
+	created, scheduled, released, inMember, runs time.Time
+	cluster                                      string
+}
+
+type tracker struct {
+	mu       sync.Mutex
+	children map[string]*child
+	running  int
+}
+
+func (tr *tracker) get(name string) *child {
+	c := tr.children[name]
+	if c == nil {
+		c = &child{}
+		tr.children[name] = c
+	}
+	return c
+}
+
+func set(t *time.Time, at time.Time) {
+	if t.IsZero() {
+		*t = at
+	}
+}
+
+func (tr *tracker) watch(ctx context.Context, b *testing.B, cfg *rest.Config, ns string, list client.ObjectList, member string) {
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := c.Watch(ctx, list, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		defer w.Stop()
+		for e := range w.ResultChan() {
+			if e.Type == watch.Error || e.Type == watch.Deleted {
+				continue
+			}
+			at := time.Now()
+			tr.mu.Lock()
+			switch o := e.Object.(type) {
+			case *batchv1alpha1.Job:
+				ch := tr.get(o.Name)
+				if member == "" {
+					set(&ch.created, at)
+					ch.hj = o.Labels[hbv1.HyperJobNameLabel]
+					break
+				}
+				set(&ch.inMember, at)
+				ch.cluster = member
+				switch o.Status.State.Phase {
+				case batchv1alpha1.Running, batchv1alpha1.Completing, batchv1alpha1.Completed:
+					if ch.runs.IsZero() {
+						ch.runs = at
+						tr.running++
+					}
+				}
+			case *policyv1alpha1.PropagationPolicy:
+				if o.Spec.Suspension == nil || !ptr.Deref(o.Spec.Suspension.Dispatching, false) {
+					set(&tr.get(o.Name).released, at)
+				}
+			case *workv1alpha2.ResourceBinding:
+				if len(o.Spec.Clusters) > 0 {
+					set(&tr.get(strings.TrimSuffix(o.Name, "-job")).scheduled, at)
+				}
+			}
+			tr.mu.Unlock()
+		}
+	}()
+}
+
+func cpuSelf() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func autoHyperJob(ns, name string, children int) *trainingv1alpha1.HyperJob {
+	p := builders.PodTemplate("busybox:1", 1)
+	p.Spec.SchedulerName = "volcano"
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	rj := builders.MakeReplicatedJob("w", int32(children)).Template(p).Obj()
+	rj.TemplateSpec.SchedulerName = "volcano"
+	rj.TemplateSpec.Queue = "default"
+	rj.SplitPolicy = &trainingv1alpha1.SplitPolicy{Mode: trainingv1alpha1.SplitModeAuto, Accelerators: ptr.To(1), AcceleratorType: ptr.To(string(membercluster.GPUResource))}
+	hj := builders.MakeHyperJob(ns, name).ReplicatedJobs(rj).Obj()
+	hj.Spec.MaxDomains = ptr.To[int32](2)
+	return hj
+}
+
+func runCase(b *testing.B, ns string, hyperJobs, children int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	plane := fed.Plane
+	if err := plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	tr := &tracker{children: map[string]*child{}}
+	tr.watch(ctx, b, plane.Config, ns, &batchv1alpha1.JobList{}, "")
+	tr.watch(ctx, b, plane.Config, ns, &policyv1alpha1.PropagationPolicyList{}, "")
+	tr.watch(ctx, b, plane.Config, ns, &workv1alpha2.ResourceBindingList{}, "")
+	for name, m := range fed.Members {
+		tr.watch(ctx, b, m.Config, ns, &batchv1alpha1.JobList{}, name)
+	}
+	stopMgr := startController(ctx, b, ns)
+	defer stopMgr()
+
+	cpu0 := map[string]float64{}
+	for _, p := range fed.Processes() {
+		cpu0[p.Where+"/"+p.Process.Name] = p.Process.CPUSeconds()
+	}
+	self0 := cpuSelf()
+	want := hyperJobs * children
+	b.ResetTimer()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := 0; i < hyperJobs; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := plane.Client.Create(ctx, autoHyperJob(ns, fmt.Sprintf("h%03d", i), children)); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for {
+		tr.mu.Lock()
+		r := tr.running
+		tr.mu.Unlock()
+		if r >= want {
+			break
+		}
+		if ctx.Err() != nil {
+			b.Fatalf("only %d of %d children ran in their members", r, want)
+		}
+		time.Sleep(200 * time.Millisecond) // polling a counter this process's watches fill
+	}
+	total := time.Since(t0)
+	b.StopTimer()
+	self := cpuSelf() - self0
+	cpu := map[string]float64{}
+	for _, p := range fed.Processes() {
+		k := p.Where + "/" + p.Process.Name
+		cpu[k] = p.Process.CPUSeconds() - cpu0[k]
+	}
+	report(b, ns, hyperJobs, children, total, tr, cpu, self)
+	// Clean up before the next case: the namespace's deletion removes the HyperJobs, and Karmada
+	// the members' children.
+	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
+
+func startController(ctx context.Context, b *testing.B, ns string) func() {
+	cfg, err := clientcmd.BuildConfigFromFlags("", fed.Plane.Kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.QPS = -1 // what cmd/manager runs with when the kubeconfig sets no limit (ctrl.GetConfig)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
+		b.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("manager: %v", err)
+		}
+	}
+}
+
+// report prints the table: per HyperJob, its critical path split into hyperbatch (plan, decision
+// and creates; the release after Karmada scheduled every child), Karmada (scheduling the
+// bindings; propagating a released child to its member) and the member (Volcano and kwok until the
+// child runs), as the mean over HyperJobs and for the last HyperJob to run.
+func report(b *testing.B, ns string, hyperJobs, children int, total time.Duration, tr *tracker, cpu map[string]float64, self float64) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	type path struct {
+		name                                    string
+		created, scheduled, released, in, runs time.Time
+		clusters                                map[string]int
+	}
+	paths := map[string]*path{}
+	latest := func(a *time.Time, t time.Time) {
+		if t.After(*a) {
+			*a = t
+		}
+	}
+	for _, c := range tr.children {
+		if c.hj == "" {
+			continue
+		}
+		p := paths[c.hj]
+		if p == nil {
+			p = &path{name: c.hj, clusters: map[string]int{}}
+			paths[c.hj] = p
+		}
+		latest(&p.created, c.created)
+		latest(&p.scheduled, c.scheduled)
+		latest(&p.released, c.released)
+		latest(&p.in, c.inMember)
+		latest(&p.runs, c.runs)
+		p.clusters[c.cluster]++
+	}
+	var hb, ka, mem [2]float64 // [sum over HyperJobs, last HyperJob]
+	var last *path
+	perCluster := map[string]int{}
+	pos := func(d time.Duration) float64 { return max(d.Seconds(), 0) }
+	for _, p := range paths {
+		if last == nil || p.runs.After(last.runs) {
+			last = p
+		}
+		for k, v := range p.clusters {
+			perCluster[k] += v
+		}
+	}
+	start := last.runs.Add(-total)
+	for _, p := range paths {
+		h := pos(p.created.Sub(start)) + pos(p.released.Sub(p.scheduled))
+		k := pos(p.scheduled.Sub(p.created)) + pos(p.in.Sub(p.released))
+		m := pos(p.runs.Sub(p.in))
+		hb[0] += h
+		ka[0] += k
+		mem[0] += m
+		if p == last {
+			hb[1], ka[1], mem[1] = h, k, m
+		}
+	}
+	nh := float64(len(paths))
+	var planeCPU, memberCPU float64
+	var rows []string
+	for k, v := range cpu {
+		if strings.HasPrefix(k, "karmada/") {
+			planeCPU += v
+		} else {
+			memberCPU += v
+		}
+		rows = append(rows, fmt.Sprintf("%s %.1f", k, v))
+	}
+	sort.Strings(rows)
+	b.ReportMetric(total.Seconds(), "s/all-running")
+	b.ReportMetric(planeCPU, "karmada-cpu-s")
+	b.ReportMetric(self, "hyperbatch-cpu-s")
+	b.Logf("%s: %d HyperJobs × %d children = %d children Running in their members %s after creation; children per member %v",
+		ns, hyperJobs, children, hyperJobs*children, total.Round(100*time.Millisecond), perCluster)
+	b.Logf("critical path of a HyperJob (s)   hyperbatch  Karmada  members")
+	b.Logf("  mean over %4d HyperJobs         %9.2f %8.2f %8.2f", len(paths), hb[0]/nh, ka[0]/nh, mem[0]/nh)
+	b.Logf("  last HyperJob to run (%s)      %9.2f %8.2f %8.2f", last.name, hb[1], ka[1], mem[1])
+	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (etcd/kube-apiserver of members not counted)", planeCPU, self, memberCPU)
+	b.Logf("per process: %s", strings.Join(rows, ", "))
+}
