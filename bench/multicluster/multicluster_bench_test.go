@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
@@ -184,6 +185,40 @@ func (tr *tracker) watch(ctx context.Context, b *testing.B, cfg *rest.Config, ns
 	}()
 }
 
+// planeIdleCores is the Karmada plane's CPU use at rest (cores), over d.
+func planeIdleCores(ctx context.Context, d time.Duration) float64 {
+	sum := func() float64 {
+		var s float64
+		for _, p := range fed.Processes() {
+			if p.Where == "karmada" {
+				s += p.Process.CPUSeconds()
+			}
+		}
+		return s
+	}
+	before := sum()
+	select {
+	case <-time.After(d): // a measurement window, not a wait for a condition
+	case <-ctx.Done():
+	}
+	return (sum() - before) / d.Seconds()
+}
+
+// decisionStats reads the auto decisions' count and total seconds from this process's registry.
+func decisionStats() (uint64, float64) {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "hyperbatch_hyperjob_auto_split_decision_seconds" && len(mf.GetMetric()) > 0 {
+			h := mf.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	return 0, 0
+}
+
 func cpuSelf() float64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -220,6 +255,8 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	stopMgr := startController(ctx, b, ns)
 	defer stopMgr()
 
+	idle := planeIdleCores(ctx, 10*time.Second)
+	dn0, ds0 := decisionStats()
 	cpu0 := map[string]float64{}
 	for _, p := range fed.Processes() {
 		cpu0[p.Where+"/"+p.Process.Name] = p.Process.CPUSeconds()
@@ -262,7 +299,8 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 		k := p.Where + "/" + p.Process.Name
 		cpu[k] = p.Process.CPUSeconds() - cpu0[k]
 	}
-	report(b, ns, hyperJobs, children, total, tr, cpu, self)
+	dn, ds := decisionStats()
+	report(b, ns, hyperJobs, children, total, tr, cpu, self, idle, dn-dn0, ds-ds0)
 	// Clean up before the next case: the namespace's deletion removes the HyperJobs, and Karmada
 	// the members' children.
 	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -302,7 +340,7 @@ func startController(ctx context.Context, b *testing.B, ns string) func() {
 // and creates; the release after Karmada scheduled every child), Karmada (scheduling the
 // bindings; propagating a released child to its member) and the member (Volcano and kwok until the
 // child runs), as the mean over HyperJobs and for the last HyperJob to run.
-func report(b *testing.B, ns string, hyperJobs, children int, total time.Duration, tr *tracker, cpu map[string]float64, self float64) {
+func report(b *testing.B, ns string, hyperJobs, children int, total time.Duration, tr *tracker, cpu map[string]float64, self, idle float64, decisions uint64, decisionSum float64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	type path struct {
@@ -332,7 +370,9 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 		latest(&p.runs, c.runs)
 		p.clusters[c.cluster]++
 	}
-	var hb, ka, mem [2]float64 // [sum over HyperJobs, last HyperJob]
+	// Columns: hyperbatch (plan, auto decision, creates), Karmada scheduling, hyperbatch release,
+	// Karmada propagation, members; [0] sums over HyperJobs, [1] is the last HyperJob to run.
+	var cols [5][2]float64
 	var last *path
 	perCluster := map[string]int{}
 	pos := func(d time.Duration) float64 { return max(d.Seconds(), 0) }
@@ -346,14 +386,13 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 	}
 	start := last.runs.Add(-total)
 	for _, p := range paths {
-		h := pos(p.created.Sub(start)) + pos(p.released.Sub(p.scheduled))
-		k := pos(p.scheduled.Sub(p.created)) + pos(p.in.Sub(p.released))
-		m := pos(p.runs.Sub(p.in))
-		hb[0] += h
-		ka[0] += k
-		mem[0] += m
-		if p == last {
-			hb[1], ka[1], mem[1] = h, k, m
+		v := [5]float64{pos(p.created.Sub(start)), pos(p.scheduled.Sub(p.created)), pos(p.released.Sub(p.scheduled)),
+			pos(p.in.Sub(p.released)), pos(p.runs.Sub(p.in))}
+		for i := range v {
+			cols[i][0] += v[i]
+			if p == last {
+				cols[i][1] = v[i]
+			}
 		}
 	}
 	nh := float64(len(paths))
@@ -373,9 +412,16 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 	b.ReportMetric(self, "hyperbatch-cpu-s")
 	b.Logf("%s: %d HyperJobs × %d children = %d children Running in their members %s after creation; children per member %v",
 		ns, hyperJobs, children, hyperJobs*children, total.Round(100*time.Millisecond), perCluster)
-	b.Logf("critical path of a HyperJob (s)   hyperbatch  Karmada  members")
-	b.Logf("  mean over %4d HyperJobs         %9.2f %8.2f %8.2f", len(paths), hb[0]/nh, ka[0]/nh, mem[0]/nh)
-	b.Logf("  last HyperJob to run (%s)      %9.2f %8.2f %8.2f", last.name, hb[1], ka[1], mem[1])
+	b.Logf("critical path of a HyperJob (s)   hyperbatch:create  Karmada:schedule  hyperbatch:release  Karmada:propagate  members:run | hyperbatch  Karmada  members")
+	row := func(label string, k int, div float64) {
+		c := func(i int) float64 { return cols[i][k] / div }
+		b.Logf("  %-32s %17.2f %17.2f %19.2f %18.2f %12.2f | %10.2f %8.2f %8.2f", label, c(0), c(1), c(2), c(3), c(4), c(0)+c(2), c(1)+c(3), c(4))
+	}
+	row(fmt.Sprintf("mean over %d HyperJobs", len(paths)), 0, nh)
+	row("last HyperJob to run ("+last.name+")", 1, 1)
+	n, sum := decisions, decisionSum
+	b.Logf("auto decisions: %d, mean %.1f ms each (hyperbatch_hyperjob_auto_split_decision_seconds, member reads through the cluster proxy included)", n, 1000*sum/max(float64(n), 1))
+	b.Logf("Karmada plane CPU at rest before the case: %.2f cores (so %.1f s of the case's %.1f s are its idle cost)", idle, idle*total.Seconds(), planeCPU)
 	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (etcd/kube-apiserver of members not counted)", planeCPU, self, memberCPU)
 	b.Logf("per process: %s", strings.Join(rows, ", "))
 }
