@@ -27,19 +27,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/federation"
@@ -252,8 +246,16 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	for name, m := range fed.Members {
 		tr.watch(ctx, b, m.Config, ns, &batchv1alpha1.JobList{}, name)
 	}
-	stopMgr := startController(ctx, b, ns)
-	defer stopMgr()
+	// QPS -1: what cmd/manager runs with when the kubeconfig sets no limit (ctrl.GetConfig).
+	stopMgr, err := federation.StartHyperJobController(fed.Plane, ns, -1, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := stopMgr(); err != nil {
+			b.Errorf("manager: %v", err)
+		}
+	}()
 
 	idle := planeIdleCores(ctx, 10*time.Second)
 	dn0, ds0 := decisionStats()
@@ -306,36 +308,6 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
 
-func startController(ctx context.Context, b *testing.B, ns string) func() {
-	cfg, err := clientcmd.BuildConfigFromFlags("", fed.Plane.Kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.QPS = -1 // what cmd/manager runs with when the kubeconfig sets no limit (ctrl.GetConfig)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("manager: %v", err)
-		}
-	}
-}
-
 // report prints the table: per HyperJob, its critical path split into hyperbatch (plan, decision
 // and creates; the release after Karmada scheduled every child), Karmada (scheduling the
 // bindings; propagating a released child to its member) and the member (Volcano and kwok until the
@@ -344,9 +316,9 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	type path struct {
-		name                                    string
+		name                                   string
 		created, scheduled, released, in, runs time.Time
-		clusters                                map[string]int
+		clusters                               map[string]int
 	}
 	paths := map[string]*path{}
 	latest := func(a *time.Time, t time.Time) {

@@ -47,9 +47,12 @@ var autoTrees = map[string][]*topologyv1alpha1.HyperNode{
 	},
 }
 
-// withAutoTrees creates the members' HyperNode trees for one test and removes them after it.
-func withAutoTrees(ctx context.Context, t *testing.T) {
+// autoSetup prepares one auto split test: its namespace on the plane, the members' HyperNode trees
+// (removed after the test) and the HyperJob controller for the namespace.
+func autoSetup(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
+	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	startHyperJobController(t, ns)
 	for m, tree := range autoTrees {
 		for _, h := range tree {
 			require.NoError(t, members[m].Client.Create(ctx, h.DeepCopy()), "HyperNode %s in %s", h.Name, m)
@@ -191,12 +194,10 @@ func TestAutoSplitPicksTheMemberWhoseLeafHoldsTheChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "auto-leaf"
-	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	withAutoTrees(ctx, t)
+	autoSetup(ctx, t, ns)
 	for _, n := range []string{"m1-gpu-0", "m1-gpu-1", "m1-gpu-2"} {
 		blocker(ctx, t, "member1", n, 4)
 	}
-	startHyperJobController(t, ns)
 
 	hj := autoHyperJob(ns, "leaf", 1, 2)
 	require.NoError(t, plane.Client.Create(ctx, hj))
@@ -227,9 +228,7 @@ func TestAutoSplitAcrossMembersOnlyWhenNeeded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "auto-across"
-	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	withAutoTrees(ctx, t)
-	startHyperJobController(t, ns)
+	autoSetup(ctx, t, ns)
 
 	big := autoHyperJob(ns, "big", 4, 2)
 	require.NoError(t, plane.Client.Create(ctx, big))
@@ -268,10 +267,8 @@ func TestAutoSplitWaitsUntilABlockerGoes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns = "auto-wait"
-	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	withAutoTrees(ctx, t)
+	autoSetup(ctx, t, ns)
 	b := blocker(ctx, t, "member1", "m1-gpu-0", 4)
-	startHyperJobController(t, ns)
 
 	hj := autoHyperJob(ns, "wait", 3, 1)
 	require.NoError(t, plane.Client.Create(ctx, hj))
@@ -320,9 +317,7 @@ func TestTwoAutoHyperJobsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "auto-two"
-	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	withAutoTrees(ctx, t)
-	startHyperJobController(t, ns)
+	autoSetup(ctx, t, ns)
 	tl := &timeline{ns: ns}
 	tl.watch(ctx, t, "plane", plane.Config, &batchv1alpha1.JobList{})
 	tl.watch(ctx, t, "member1", members["member1"].Config, &corev1.PodList{})

@@ -1,6 +1,7 @@
 // Package federation starts a Karmada plane (karmadaplane) and member clusters (membercluster) and
-// joins every member in Push mode: what a multi-cluster suite or benchmark needs before its first
-// test. It only composes the two packages' Start, Join and Stop.
+// joins every member in Push mode, and runs hyperbatch's HyperJob controller against the plane:
+// what a multi-cluster suite or benchmark needs. It only composes the two packages' Start, Join and
+// Stop and the controller's setup.
 package federation
 
 import (
@@ -11,6 +12,15 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/karmadaplane"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
@@ -129,4 +139,37 @@ func (f *Federation) Stop() error {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
+}
+
+// StartHyperJobController runs a controller-runtime manager with only hyperbatch's HyperJob
+// controller against the plane, configured from the plane's kubeconfig file (as the manager is in
+// its control-plane mode), its cache limited to namespace (and cluster-scoped objects). qps is the
+// client's rest.Config.QPS (-1: no client-side limit, what cmd/manager runs with when the
+// kubeconfig sets none). The returned function stops it and reports the manager's error.
+func StartHyperJobController(plane *karmadaplane.Plane, namespace string, qps float32, burst int) (func() error, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the plane's kubeconfig %s: %w", plane.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := hyperjob.NewReconciler(mgr).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the HyperJob controller: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}, nil
 }
