@@ -50,13 +50,41 @@ const autoRetry = 30 * time.Second
 // with it (one deleted right after its decision).
 const ledgerTTL = 2 * time.Minute
 
+// snapshotTTL is how long a member's numbers serve further decisions. Reusing them is safe: a
+// child decided meanwhile is a reservation until a snapshot shows its pods, and pods that finished
+// meanwhile only make the old numbers lower than the member's. It turns a burst of HyperJobs into
+// one read per member instead of one per HyperJob.
+const snapshotTTL = 2 * time.Second
+
 // autoDecider serializes decisions and remembers the ones written until the cache shows them.
 type autoDecider struct {
 	mu      sync.Mutex
 	members memberReader
+	// snaps are the members' last numbers, by cluster and accelerator type.
+	snaps map[[2]string]timedSnapshot
 	// ledger: decisions this process wrote, by HyperJob UID, until the cached HyperJob carries them.
 	ledger map[types.UID]ledgerEntry
 	now    func() time.Time
+}
+
+type timedSnapshot struct {
+	snap *memberSnapshot
+	at   time.Time
+}
+
+// snapshot reads a member's numbers, or reuses ones read less than snapshotTTL ago.
+func (d *autoDecider) snapshot(ctx context.Context, cluster string, res corev1.ResourceName) (*memberSnapshot, error) {
+	key := [2]string{cluster, string(res)}
+	if t, ok := d.snaps[key]; ok && d.now().Sub(t.at) < snapshotTTL {
+		return t.snap, nil
+	}
+	s, err := d.members(ctx, cluster, res)
+	if err != nil {
+		delete(d.snaps, key)
+		return nil, err
+	}
+	d.snaps[key] = timedSnapshot{snap: s, at: d.now()}
+	return s, nil
 }
 
 type ledgerEntry struct {
@@ -66,7 +94,7 @@ type ledgerEntry struct {
 }
 
 func newAutoDecider(m memberReader) *autoDecider {
-	return &autoDecider{members: m, ledger: map[types.UID]ledgerEntry{}, now: time.Now}
+	return &autoDecider{members: m, snaps: map[[2]string]timedSnapshot{}, ledger: map[types.UID]ledgerEntry{}, now: time.Now}
 }
 
 // autoOutcome is what decideAuto did.
@@ -154,7 +182,7 @@ func (r *Reconciler) readMembers(ctx context.Context, req *AutoRequest) ([]autos
 			members = append(members, autosplit.Member{Name: c.Name})
 			continue
 		}
-		s, err := r.auto.members(ctx, c.Name, req.Resource)
+		s, err := r.auto.snapshot(ctx, c.Name, req.Resource)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "a member whose numbers cannot be read gets no auto split", "cluster", c.Name)
 			members = append(members, autosplit.Member{Name: c.Name})

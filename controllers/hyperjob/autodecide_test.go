@@ -3,6 +3,7 @@ package hyperjob
 import (
 	"context"
 	"testing"
+	"time"
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -56,6 +57,12 @@ func TestDecideAuto(t *testing.T) {
 		WithObjects(cluster("m1", true), cluster("m2", false), first, second).Build()
 	rec := record.NewFakeRecorder(10)
 	r := &Reconciler{client: c, recorder: rec, auto: newAutoDecider(reader)}
+	// Every decision reads the members afresh, except where the test says otherwise.
+	clock := time.Now()
+	r.auto.now = func() time.Time {
+		clock = clock.Add(snapshotTTL)
+		return clock
+	}
 
 	decide := func(hj *trainingv1alpha1.HyperJob) autoOutcome {
 		t.Helper()
@@ -107,4 +114,34 @@ func TestDecideAuto(t *testing.T) {
 	got, err = readAutoRecord(second)
 	require.NoError(t, err)
 	assert.Equal(t, "m1: 3 (second-w-0 in l-a; second-w-1 in l-b; second-w-2 in l-c)", got.String())
+}
+
+// TestSnapshotReuse: within snapshotTTL a member is read once; after it, again; a failed read is
+// not kept.
+func TestSnapshotReuse(t *testing.T) {
+	reads := 0
+	fail := false
+	d := newAutoDecider(func(context.Context, string, corev1.ResourceName) (*memberSnapshot, error) {
+		reads++
+		if fail {
+			return nil, assert.AnError
+		}
+		return &memberSnapshot{}, nil
+	})
+	now := time.Unix(0, 0)
+	d.now = func() time.Time { return now }
+	ctx := context.Background()
+	for range 3 {
+		_, err := d.snapshot(ctx, "m1", gpu)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, reads)
+	now = now.Add(snapshotTTL)
+	fail = true
+	_, err := d.snapshot(ctx, "m1", gpu)
+	require.Error(t, err)
+	fail = false
+	_, err = d.snapshot(ctx, "m1", gpu)
+	require.NoError(t, err)
+	assert.Equal(t, 3, reads, "expired, then a failed read is not kept")
 }
