@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -40,11 +41,14 @@ import (
 //     hbv1.AutoSplitAnnotation (guarded by resourceVersion) with an Event, and the next pass builds
 //     the children with a PropagationPolicy for exactly the decided cluster; a refusal becomes the
 //     AutoSplit condition (False, NoSplitFits, with the numbers) and an Event, and the HyperJob is
-//     decided again when a Cluster's status changes, a HyperJob is deleted, or after autoRetry.
+//     decided again when a Cluster's readiness or resource summary changes, a HyperJob's child
+//     finishes or goes, a HyperJob is deleted, or after autoRetry.
 
-// autoRetry is how often a waiting HyperJob is decided again without any watch event (a member's
-// per-node numbers can change without its Cluster's summary changing).
-const autoRetry = 30 * time.Second
+// autoRetry is how often a waiting HyperJob is decided again without any watch event: room made by
+// something other than a HyperJob's child (another tenant's pods) shows no event on the plane,
+// and Karmada writes a Cluster's status only when it changes (in the tests, no status write was
+// seen for 40 s after a member's pod went).
+const autoRetry = 15 * time.Second
 
 // ledgerTTL bounds how long a decision is kept in memory for a HyperJob the cache has not shown
 // with it (one deleted right after its decision).
@@ -60,8 +64,10 @@ const snapshotTTL = 2 * time.Second
 type autoDecider struct {
 	mu      sync.Mutex
 	members memberReader
-	// snaps are the members' last numbers, by cluster and accelerator type.
-	snaps map[[2]string]timedSnapshot
+	// snaps are the members' last numbers, by cluster and accelerator type (guarded by snapMu: a
+	// Cluster's change drops them while a decision runs).
+	snapMu sync.Mutex
+	snaps  map[[2]string]timedSnapshot
 	// ledger: decisions this process wrote, by HyperJob UID, until the cached HyperJob carries them.
 	ledger map[types.UID]ledgerEntry
 	now    func() time.Time
@@ -75,16 +81,33 @@ type timedSnapshot struct {
 // snapshot reads a member's numbers, or reuses ones read less than snapshotTTL ago.
 func (d *autoDecider) snapshot(ctx context.Context, cluster string, res corev1.ResourceName) (*memberSnapshot, error) {
 	key := [2]string{cluster, string(res)}
-	if t, ok := d.snaps[key]; ok && d.now().Sub(t.at) < snapshotTTL {
+	d.snapMu.Lock()
+	t, ok := d.snaps[key]
+	d.snapMu.Unlock()
+	if ok && d.now().Sub(t.at) < snapshotTTL {
 		return t.snap, nil
 	}
+	at := d.now()
 	s, err := d.members(ctx, cluster, res)
+	d.snapMu.Lock()
+	defer d.snapMu.Unlock()
 	if err != nil {
 		delete(d.snaps, key)
 		return nil, err
 	}
-	d.snaps[key] = timedSnapshot{snap: s, at: d.now()}
+	d.snaps[key] = timedSnapshot{snap: s, at: at}
 	return s, nil
+}
+
+// forget drops a member's numbers: its Cluster changed, the next decision reads it again.
+func (d *autoDecider) forget(cluster string) {
+	d.snapMu.Lock()
+	defer d.snapMu.Unlock()
+	for k := range d.snaps {
+		if k[0] == cluster {
+			delete(d.snaps, k)
+		}
+	}
 }
 
 type ledgerEntry struct {
@@ -324,6 +347,12 @@ func (r *Reconciler) waitingHyperJobs(ctx context.Context, _ client.Object) []re
 	return reqs
 }
 
+// clusterChanged drops the member's numbers and enqueues the waiting HyperJobs.
+func (r *Reconciler) clusterChanged(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.auto.forget(obj.GetName())
+	return r.waitingHyperJobs(ctx, obj)
+}
+
 // clusterCapacityChanged passes a Cluster update whose readiness or resource summary changed.
 var clusterCapacityChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return true },
@@ -361,6 +390,19 @@ func resourceListEqual(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// childFinished passes a Volcano Job that finished or went away: a HyperJob's child whose pods
+// no longer hold accelerators in its member (Karmada reflects the member's state into it).
+var childFinished = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*batchv1alpha1.Job)
+		n, ok2 := e.ObjectNew.(*batchv1alpha1.Job)
+		return ok1 && ok2 && !finished(o.Status.State.Phase) && finished(n.Status.State.Phase)
+	},
 }
 
 // hyperJobDeleted passes only deletions (their reservations and pods go).

@@ -144,4 +144,8 @@ func TestSnapshotReuse(t *testing.T) {
 	_, err = d.snapshot(ctx, "m1", gpu)
 	require.NoError(t, err)
 	assert.Equal(t, 3, reads, "expired, then a failed read is not kept")
+	d.forget("m1")
+	_, err = d.snapshot(ctx, "m1", gpu)
+	require.NoError(t, err)
+	assert.Equal(t, 4, reads, "a changed Cluster is read again")
 }

@@ -141,10 +141,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		if r.auto == nil {
 			r.auto = newAutoDecider(clusterProxyMemberReader(mgr.GetConfig()))
 		}
-		bld = bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+		bld = bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterChanged),
 			builder.WithPredicates(clusterCapacityChanged)).
 			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
-				builder.WithPredicates(hyperJobDeleted))
+				builder.WithPredicates(hyperJobDeleted)).
+			Watches(&batchv1alpha1.Job{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+				builder.WithPredicates(childFinished))
 	} else if err != nil && !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's Cluster kind: %w", err)
 	}
