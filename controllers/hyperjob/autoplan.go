@@ -195,6 +195,9 @@ func autoSplitOf(hj *trainingv1alpha1.HyperJob, n int, get func(i int) (*AutoChi
 		req.Children[rj] = names
 		req.Groups = append(req.Groups, autosplit.Group{Name: rj, Children: count, Pods: a.Pods, PodDemand: a.PodDemand, Tier: a.Tier})
 	}
+	if len(req.Groups) == 0 {
+		return nil, nil // no child to place (every replicas is 0): nothing to decide
+	}
 	if restricted && len(req.Candidates) == 0 {
 		return nil, &Refusal{Condition: ConditionSpecInvalid, Reason: ReasonClusterNotAllowed,
 			Message: "the replicatedJobs' clusterNames (or their WorkloadPolicy's propagation.clusterNames) have no cluster in common: mode auto places every child among the clusters all of them allow"}

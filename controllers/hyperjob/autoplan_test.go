@@ -85,6 +85,13 @@ func TestBuildPlanAutoDecided(t *testing.T) {
 	assert.Contains(t, p.Refusal.Message, "now asks for 1 pods × 8")
 }
 
+func TestBuildPlanAutoNoChildren(t *testing.T) {
+	p := plan(t, hyperJob(autoRJ("w", 0)))
+	assert.Nil(t, p.Refusal)
+	assert.Nil(t, p.Auto, "nothing to decide")
+	assert.Empty(t, p.children)
+}
+
 func TestBuildPlanAutoRefusals(t *testing.T) {
 	static := *staticRJ(8, task("w", 2, "4"))
 	cases := []struct {
