@@ -11,7 +11,6 @@ import (
 
 	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -162,21 +161,13 @@ func (r *Reconciler) decideAuto(ctx context.Context, hj *trainingv1alpha1.HyperJ
 	if err != nil {
 		return autoOutcome{}, err
 	}
-	orig := hj.DeepCopy()
-	if hj.Annotations == nil {
-		hj.Annotations = map[string]string{}
-	}
-	hj.Annotations[hbv1.AutoSplitAnnotation] = v
-	if err := r.client.Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		orig.DeepCopyInto(hj)
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// Someone changed the HyperJob meanwhile: its watch event brings the next pass.
-			log.FromContext(ctx).V(1).Info("auto split not written: the cached HyperJob is outdated", "reason", err.Error())
-			return autoOutcome{}, nil
-		}
+	written, err := r.patchAnnotation(ctx, hj, hbv1.AutoSplitAnnotation, v, "auto split")
+	if err != nil {
 		autoDecisions.WithLabelValues(resultError).Inc()
-		reconcileErrors.WithLabelValues(opStatus).Inc()
-		return autoOutcome{}, fmt.Errorf("writing the auto split of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+		return autoOutcome{}, err
+	}
+	if !written {
+		return autoOutcome{}, nil // someone changed the HyperJob meanwhile: its watch event brings the next pass
 	}
 	d.ledger[hj.UID] = ledgerEntry{ns: hj.Namespace, rec: rec, at: d.now()}
 	autoDecisions.WithLabelValues(resultDecided).Inc()

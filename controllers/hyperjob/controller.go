@@ -329,23 +329,31 @@ func (r *Reconciler) freezeFinishedCounts(ctx context.Context, hj *trainingv1alp
 	if err != nil {
 		return false, err
 	}
+	return r.patchAnnotation(ctx, hj, hbv1.FinishedChildPodsAnnotation, v, "final pod counts")
+}
+
+// patchAnnotation sets the HyperJob's annotation key to v ("" removes it), guarded by
+// resourceVersion: a view that missed an earlier write must not overwrite it. hj is updated in
+// place. It reports false (and no error) when the HyperJob changed or went meanwhile: nothing is
+// written, and the watch event brings the next pass.
+func (r *Reconciler) patchAnnotation(ctx context.Context, hj *trainingv1alpha1.HyperJob, key, v, what string) (bool, error) {
 	orig := hj.DeepCopy()
 	if v == "" {
-		delete(hj.Annotations, hbv1.FinishedChildPodsAnnotation)
+		delete(hj.Annotations, key)
 	} else {
 		if hj.Annotations == nil {
 			hj.Annotations = map[string]string{}
 		}
-		hj.Annotations[hbv1.FinishedChildPodsAnnotation] = v
+		hj.Annotations[key] = v
 	}
 	if err := r.client.Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		orig.DeepCopyInto(hj)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			log.FromContext(ctx).V(1).Info("final counts not written: the cached HyperJob is outdated", "reason", err.Error())
+			log.FromContext(ctx).V(1).Info(what+" not written: the cached HyperJob is outdated", "reason", err.Error())
 			return false, nil
 		}
 		reconcileErrors.WithLabelValues(opStatus).Inc()
-		return false, fmt.Errorf("writing the final pod counts of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+		return false, fmt.Errorf("writing the %s of HyperJob %s/%s: %w", what, hj.Namespace, hj.Name, err)
 	}
 	return true, nil
 }
