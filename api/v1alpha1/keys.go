@@ -53,4 +53,9 @@ const (
 	// numbers, not what the child reports later (Volcano lowers a finished job's counts as its pods
 	// go, and a deleted child reports nothing).
 	FinishedChildPodsAnnotation = "hyperbatch.dev/finished-child-pods"
+	// AutoSplitAnnotation on a HyperJob in splitPolicy mode auto holds the decided split (JSON:
+	// accelerator type and, per child, its member cluster, the HyperNode it was counted in and its
+	// pods × accelerators), written once by the HyperJob controller before any child exists and
+	// never changed (docs/multicluster.md, "How `auto` decides").
+	AutoSplitAnnotation = "hyperbatch.dev/auto-split"
 )

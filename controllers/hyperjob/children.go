@@ -60,6 +60,14 @@ type Plan struct {
 	// are kept and counted, so a policy tightened under a running HyperJob stops it from growing,
 	// not from finishing.
 	Tenancy *Refusal
+	// Auto, when set, is the undecided split of a HyperJob in mode auto (autosplit.go): no child
+	// exists in the plan until the decision is recorded on the HyperJob.
+	Auto *AutoRequest
+	// AutoWaiting is why no split fits yet (the decision's numbers), set by the controller when it
+	// tried to decide Auto.
+	AutoWaiting string
+	// AutoDecided is the recorded split of mode auto, for the status (nil without mode auto).
+	AutoDecided *autoRecord
 }
 
 // SplitCount is the number of children the plan asks for.
@@ -152,11 +160,26 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 		}
 	}
 
+	auto, ref := autoSplitOf(hj, len(rjs), func(i int) (*AutoChild, []string, int32, int32) {
+		return rjs[i].split.Auto, rjs[i].clusters, rjs[i].rj.Replicas, rjs[i].split.Parts
+	})
+	if ref != nil {
+		return refuse(ref)
+	}
+	if auto != nil && auto.decided == nil {
+		// Nothing is built until the decision is recorded (autosplit.go).
+		p.Auto = auto.request
+		return p, nil
+	}
+	if auto != nil {
+		p.AutoDecided = auto.decided
+	}
+
 	// maxDomains caps the distinct clusters of the whole HyperJob. Each child's PropagationPolicy keeps
 	// its own spread constraint at exactly one cluster (Karmada cannot divide a Volcano Job and would
 	// otherwise duplicate it into every cluster of the group), so the cap is applied to the candidate
 	// clusters: the first maxDomains distinct names in replicatedJob order.
-	if md := hj.Spec.MaxDomains; md != nil {
+	if md := hj.Spec.MaxDomains; md != nil && auto == nil {
 		if *md < 1 {
 			return refuse(&Refusal{Condition: ConditionSpecInvalid, Reason: ReasonInvalidMaxDomains,
 				Message: fmt.Sprintf("maxDomains %d must be at least 1", *md)})
@@ -197,7 +220,11 @@ func BuildPlan(hj *trainingv1alpha1.HyperJob, ns defaults.Namespace, pols *defau
 			name := naming.ChildJobName(hj.Name, r.rj.Name, i)
 			pp := desiredPP(hj, r.rj.Name, name, r.rj.ClusterNames)
 			defaults.PropagationPolicy(pp, ns, pols)
-			if hj.Spec.MaxDomains != nil {
+			switch {
+			case auto != nil:
+				// Mode auto: exactly the decided cluster (autosplit.go).
+				setClusterNames(pp, []string{auto.decided.Children[name].Cluster})
+			case hj.Spec.MaxDomains != nil:
 				setClusterNames(pp, r.clusters)
 			}
 			ppHash, err := Hash(&pp.Spec)

@@ -16,17 +16,27 @@ const (
 	// ConditionCompleted and ConditionFailed are the terminal conditions (internal/hyperjobstatus).
 	ConditionCompleted = hyperjobstatus.ConditionCompleted
 	ConditionFailed    = hyperjobstatus.ConditionFailed
-	// ConditionSplitPolicyInvalid is True while a replicatedJob's splitPolicy cannot be applied
-	// (including mode auto, which hyperbatch does not support); no children are created or changed.
+	// ConditionSplitPolicyInvalid is True while a replicatedJob's splitPolicy cannot be applied; no
+	// children are created or changed.
 	ConditionSplitPolicyInvalid = "SplitPolicyInvalid"
 	// ConditionSpecInvalid is True while another part of the spec (names, minAvailable, maxDomains)
 	// cannot be honoured; no children are created or changed.
 	ConditionSpecInvalid = "SpecInvalid"
+	// ConditionAutoSplit is the decision of mode auto (autosplit.go): True (reason AutoSplitDecided)
+	// with the split once decided, False (reason NoSplitFits) with the members' numbers while no
+	// split fits.
+	ConditionAutoSplit = "AutoSplit"
 )
 
 // Condition reasons.
 const (
-	ReasonAutoModeNotSupported       = "AutoModeNotSupported"
+	ReasonMixedPodDemand             = "MixedPodDemand"
+	ReasonUnsupportedTopology        = "UnsupportedTopology"
+	ReasonAutoNeedsKarmada           = "AutoNeedsKarmada"
+	ReasonMixedSplitModes            = "MixedSplitModes"
+	ReasonAutoSplitFixed             = "AutoSplitFixed"
+	ReasonAutoSplitDecided           = "AutoSplitDecided"
+	ReasonNoSplitFits                = "NoSplitFits"
 	ReasonUnknownSplitMode           = "UnknownSplitMode"
 	ReasonMissingAcceleratorType     = "MissingAcceleratorType"
 	ReasonMissingAccelerators        = "MissingAccelerators"
@@ -135,6 +145,7 @@ func ComputeStatus(hj *trainingv1alpha1.HyperJob, plan *Plan, jobs map[string]*b
 		return st, newly
 	}
 	clear(ConditionSplitPolicyInvalid)
+	setAutoCondition(&st, hj.Generation, plan)
 	if t := plan.Tenancy; t != nil {
 		set(metav1.Condition{Type: t.Condition, Status: metav1.ConditionTrue, Reason: t.Reason, Message: t.Message})
 	} else {
@@ -208,4 +219,23 @@ func aggregate(hj, rj string, names []string, jobs map[string]*batchv1alpha1.Job
 		rs.Unknown += j.Status.Unknown
 	}
 	return rs
+}
+
+// setAutoCondition writes the AutoSplit condition of a plan in mode auto: True with the decided
+// split, False with the numbers while no split fits. Its Events come from the decision itself
+// (autodecide.go), not from the status.
+func setAutoCondition(st *trainingv1alpha1.HyperJobStatus, gen int64, plan *Plan) {
+	var c metav1.Condition
+	switch {
+	case plan.AutoDecided != nil:
+		c = metav1.Condition{Type: ConditionAutoSplit, Status: metav1.ConditionTrue, Reason: ReasonAutoSplitDecided,
+			Message: plan.AutoDecided.conditionMessage()}
+	case plan.Auto != nil && plan.AutoWaiting != "":
+		c = metav1.Condition{Type: ConditionAutoSplit, Status: metav1.ConditionFalse, Reason: ReasonNoSplitFits,
+			Message: "waiting: " + plan.AutoWaiting}
+	default:
+		return
+	}
+	c.ObservedGeneration = gen
+	apimeta.SetStatusCondition(&st.Conditions, c)
 }

@@ -132,7 +132,7 @@ func TestComputeStatusRefusal(t *testing.T) {
 	hj.Spec.ReplicatedJobs[0].SplitPolicy = &trainingv1alpha1.SplitPolicy{Mode: trainingv1alpha1.SplitModeAuto}
 	st, newly := ComputeStatus(hj, plan(t, hj), jobsOf(vcjob("hj-a-0", batchv1alpha1.Running, 1, 0)))
 	c := apimeta.FindStatusCondition(st.Conditions, ConditionSplitPolicyInvalid)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonAutoModeNotSupported || newly == nil {
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonMissingAcceleratorType || newly == nil {
 		t.Fatalf("condition %+v newly %+v", c, newly)
 	}
 	if *st.SplitCount != 1 || st.ReplicatedJobsStatus[0].Running != 1 {

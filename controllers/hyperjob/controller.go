@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +89,9 @@ type Reconciler struct {
 	// watchMembers: Karmada's Cluster kind is served; children on not-Ready members are reported
 	// (memberloss.go).
 	watchMembers bool
+	// auto decides splitPolicy mode auto (autodecide.go); nil when the apiserver serves no Karmada
+	// Clusters (then mode auto is refused).
+	auto *autoDecider
 }
 
 // NewReconciler builds a Reconciler from the manager: its cached client (every write carries the
@@ -137,6 +141,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	} else if !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+	}
+	clusterKind := clusterv1alpha1.SchemeGroupVersion.WithKind("Cluster")
+	if _, err := mgr.GetRESTMapper().RESTMapping(clusterKind.GroupKind(), clusterKind.Version); err == nil && r.gateDispatch {
+		if r.auto == nil {
+			r.auto = newAutoDecider(clusterProxyMemberReader(mgr.GetConfig()))
+		}
+		bld = bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterChanged),
+			builder.WithPredicates(clusterCapacityChanged)).
+			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+				builder.WithPredicates(hyperJobDeleted)).
+			Watches(&batchv1alpha1.Job{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+				builder.WithPredicates(childFinished))
+	} else if err != nil && !apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("looking up Karmada's Cluster kind: %w", err)
 	}
 	return bld.
 		Named(ControllerName).
@@ -199,7 +217,7 @@ func (r *Reconciler) hyperJobRequests(ctx context.Context, opts ...client.ListOp
 
 // Reconcile brings one HyperJob's children to the plan (syncVCJobAndPP), then writes the aggregated
 // status (syncHyperJobStatus). Errors are returned so the workqueue retries with backoff.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var hj trainingv1alpha1.HyperJob
 	if err := r.client.Get(ctx, req.NamespacedName, &hj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -227,6 +245,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res.staleCache {
 		return ctrl.Result{RequeueAfter: staleCacheRequeue}, syncErr
 	}
+	if res.autoRetry {
+		// Waiting for room for an auto split: Cluster and HyperJob watch events bring the next
+		// decision sooner (autodecide.go).
+		defer func() {
+			if err == nil && result.RequeueAfter == 0 {
+				result.RequeueAfter = autoRetry
+			}
+		}()
+	}
 	if res.waitFor > 0 {
 		// The cache has not shown this controller's last writes yet; their watch events trigger the
 		// next pass. Status waits too, so it is never written from a view missing our own children.
@@ -239,7 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if hj.Status.SplitCount != nil {
 		setChildren(req.NamespacedName, *hj.Status.SplitCount)
 	}
-	err := errors.Join(syncErr, statusErr)
+	err = errors.Join(syncErr, statusErr)
 	if err != nil && onlyNameTaken(err) {
 		// Someone else's object holds a child's name. That is no transient failure to back off from
 		// exponentially (the delay would grow to minutes and the child would start long after the
@@ -314,23 +341,31 @@ func (r *Reconciler) freezeFinishedCounts(ctx context.Context, hj *trainingv1alp
 	if err != nil {
 		return false, err
 	}
+	return r.patchAnnotation(ctx, hj, hbv1.FinishedChildPodsAnnotation, v, "final pod counts")
+}
+
+// patchAnnotation sets the HyperJob's annotation key to v ("" removes it), guarded by
+// resourceVersion: a view that missed an earlier write must not overwrite it. hj is updated in
+// place. It reports false (and no error) when the HyperJob changed or went meanwhile: nothing is
+// written, and the watch event brings the next pass.
+func (r *Reconciler) patchAnnotation(ctx context.Context, hj *trainingv1alpha1.HyperJob, key, v, what string) (bool, error) {
 	orig := hj.DeepCopy()
 	if v == "" {
-		delete(hj.Annotations, hbv1.FinishedChildPodsAnnotation)
+		delete(hj.Annotations, key)
 	} else {
 		if hj.Annotations == nil {
 			hj.Annotations = map[string]string{}
 		}
-		hj.Annotations[hbv1.FinishedChildPodsAnnotation] = v
+		hj.Annotations[key] = v
 	}
 	if err := r.client.Patch(ctx, hj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		orig.DeepCopyInto(hj)
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			log.FromContext(ctx).V(1).Info("final counts not written: the cached HyperJob is outdated", "reason", err.Error())
+			log.FromContext(ctx).V(1).Info(what+" not written: the cached HyperJob is outdated", "reason", err.Error())
 			return false, nil
 		}
 		reconcileErrors.WithLabelValues(opStatus).Inc()
-		return false, fmt.Errorf("writing the final pod counts of HyperJob %s/%s: %w", hj.Namespace, hj.Name, err)
+		return false, fmt.Errorf("writing the %s of HyperJob %s/%s: %w", what, hj.Namespace, hj.Name, err)
 	}
 	return true, nil
 }

@@ -21,7 +21,29 @@ var (
 		Help: "HyperJob reconcile errors by operation: read, create_job, apply_propagationpolicy, delete_job, delete_propagationpolicy, conflict, status.",
 	}, []string{"operation"})
 
+	autoDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hyperbatch_hyperjob_auto_split_decisions_total",
+		Help: "Decisions of splitPolicy mode auto by result: decided (a split written), refused (no split fits; the HyperJob waits), error (members or HyperJobs could not be read, or the split not written).",
+	}, []string{"result"})
+	autoDecisionSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "hyperbatch_hyperjob_auto_split_decision_seconds",
+		Help:    "Time to decide one HyperJob in mode auto, reading every candidate member through Karmada's cluster proxy included.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	})
+	autoClusters = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "hyperbatch_hyperjob_auto_split_clusters",
+		Help:    "Member clusters a decided auto split uses.",
+		Buckets: []float64{1, 2, 3, 4, 6, 8, 16},
+	})
+
 	registerOnce sync.Once
+)
+
+// Results counted by hyperbatch_hyperjob_auto_split_decisions_total.
+const (
+	resultDecided = "decided"
+	resultRefused = "refused"
+	resultError   = "error"
 )
 
 // Operations counted by hyperbatch_hyperjob_reconcile_errors_total.
@@ -38,7 +60,10 @@ const (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		metrics.Registry.MustRegister(childrenGauge, reconcileErrors)
+		metrics.Registry.MustRegister(childrenGauge, reconcileErrors, autoDecisions, autoDecisionSeconds, autoClusters)
+		for _, r := range []string{resultDecided, resultRefused, resultError} {
+			autoDecisions.WithLabelValues(r)
+		}
 		for _, op := range []string{opRead, opCreate, opApplyPP, opDelete, opDeletePP, opConflict, opStatus, opRelease} {
 			reconcileErrors.WithLabelValues(op)
 		}

@@ -20,6 +20,21 @@ type Split struct {
 	Demand int64
 	// Template is the spec every child of the replicatedJob gets (before WorkloadPolicy defaults).
 	Template batchv1alpha1.JobSpec
+	// Auto is set for mode auto: what one child needs, for the decision of where it goes
+	// (autosplit.go).
+	Auto *AutoChild
+}
+
+// AutoChild is one child of a replicatedJob in mode auto as the decision sees it.
+type AutoChild struct {
+	// Resource is splitPolicy.acceleratorType.
+	Resource corev1.ResourceName
+	// Pods is the number of the child's pods that request Resource; PodDemand what each requests.
+	Pods      int
+	PodDemand int64
+	// Tier is the highest HyperNode tier the child may span (the template's networkTopology
+	// highestTierAllowed in mode hard), 0 for no limit.
+	Tier int
 }
 
 // Refusal says why the controller will not create or change children for a HyperJob. It becomes a
@@ -38,14 +53,16 @@ func splitRefusal(reason, rj, format string, args ...any) *Refusal {
 // SplitReplicatedJob applies a replicatedJob's splitPolicy (docs/hyperjob.md, "Split policy"):
 //
 //   - no splitPolicy (or an empty mode): one child per replica, the template unchanged.
-//   - mode auto: refused (AutoModeNotSupported).
-//   - mode static: with A = splitPolicy.accelerators (per child) and T = splitPolicy.acceleratorType,
+//   - mode static or auto: with A = splitPolicy.accelerators (per child) and T = splitPolicy.acceleratorType,
 //     the template's demand D = Σ over tasks of replicas × (the pod's demand of T) must be a positive
 //     multiple of A; one replica then becomes N = D / A children. A task whose pods demand T has its
 //     replicas (and minAvailable) divided by N, which must divide them; a task whose pods demand
 //     none is copied whole into every child, since each child is a complete Volcano Job that needs
 //     its own coordinator pods. The job's minAvailable and minSuccess m become U + (m−U)/N, where U
 //     counts the pods of the copied tasks; 0 (unset) stays 0. Every child then demands exactly A.
+//   - mode auto also decides where each child goes (autosplit.go); for that every pod that requests
+//     T must request the same amount, and a hard networkTopology must name its tier by
+//     highestTierAllowed.
 //
 // The template is deep-copied; rj is not modified.
 func SplitReplicatedJob(rj *trainingv1alpha1.ReplicatedJob) (Split, *Refusal) {
@@ -54,19 +71,16 @@ func SplitReplicatedJob(rj *trainingv1alpha1.ReplicatedJob) (Split, *Refusal) {
 		return Split{Parts: 1, Template: *rj.TemplateSpec.DeepCopy()}, nil
 	}
 	switch sp.Mode {
-	case trainingv1alpha1.SplitModeStatic:
-	case trainingv1alpha1.SplitModeAuto:
-		return Split{}, splitRefusal(ReasonAutoModeNotSupported, rj.Name,
-			"splitPolicy.mode auto is not supported by hyperbatch; use mode static with accelerators and acceleratorType")
+	case trainingv1alpha1.SplitModeStatic, trainingv1alpha1.SplitModeAuto:
 	default:
 		return Split{}, splitRefusal(ReasonUnknownSplitMode, rj.Name, "splitPolicy.mode %q is neither static nor auto", sp.Mode)
 	}
 	if sp.AcceleratorType == nil || *sp.AcceleratorType == "" {
-		return Split{}, splitRefusal(ReasonMissingAcceleratorType, rj.Name, "splitPolicy.mode static needs acceleratorType (e.g. nvidia.com/gpu)")
+		return Split{}, splitRefusal(ReasonMissingAcceleratorType, rj.Name, "splitPolicy.mode %s needs acceleratorType (e.g. nvidia.com/gpu)", sp.Mode)
 	}
 	if sp.Accelerators == nil || *sp.Accelerators <= 0 {
 		return Split{}, splitRefusal(ReasonMissingAccelerators, rj.Name,
-			"splitPolicy.mode static needs accelerators > 0 (the number of %s each child job gets)", *sp.AcceleratorType)
+			"splitPolicy.mode %s needs accelerators > 0 (the number of %s each child job gets)", sp.Mode, *sp.AcceleratorType)
 	}
 	res := corev1.ResourceName(*sp.AcceleratorType)
 	perChild := int64(*sp.Accelerators)
@@ -143,7 +157,47 @@ func SplitReplicatedJob(rj *trainingv1alpha1.ReplicatedJob) (Split, *Refusal) {
 		}
 		child.MinSuccess = &v
 	}
-	return Split{Parts: parts, Demand: demand, Template: child}, nil
+	out := Split{Parts: parts, Demand: demand, Template: child}
+	if sp.Mode == trainingv1alpha1.SplitModeAuto {
+		a, ref := autoChild(rj.Name, res, &child, perPod)
+		if ref != nil {
+			return Split{}, ref
+		}
+		out.Auto = a
+	}
+	return out, nil
+}
+
+// autoChild describes one child of mode auto: its accelerator pods, their common demand and its
+// tier.
+func autoChild(rj string, res corev1.ResourceName, child *batchv1alpha1.JobSpec, perPod []int64) (*AutoChild, *Refusal) {
+	a := &AutoChild{Resource: res}
+	first := -1
+	for i := range child.Tasks {
+		if perPod[i] == 0 {
+			continue
+		}
+		if first >= 0 && perPod[i] != perPod[first] {
+			return nil, splitRefusal(ReasonMixedPodDemand, rj,
+				"splitPolicy.mode auto needs every pod that requests %s to request the same amount, but task %q requests %d and task %q %d per pod (templateSpec.tasks[].template)",
+				res, child.Tasks[first].Name, perPod[first], child.Tasks[i].Name, perPod[i])
+		}
+		if first < 0 {
+			first = i
+		}
+		a.Pods += int(child.Tasks[i].Replicas)
+		a.PodDemand = perPod[i]
+	}
+	if nt := child.NetworkTopology; nt != nil && nt.Mode != batchv1alpha1.SoftNetworkTopologyMode {
+		if nt.HighestTierName != "" {
+			return nil, splitRefusal(ReasonUnsupportedTopology, rj,
+				"splitPolicy.mode auto reads templateSpec.networkTopology.highestTierAllowed; highestTierName %q is not supported: set highestTierAllowed instead", nt.HighestTierName)
+		}
+		if nt.HighestTierAllowed != nil {
+			a.Tier = *nt.HighestTierAllowed
+		}
+	}
+	return a, nil
 }
 
 // PodDemand is how much of res one pod of spec needs, by Kubernetes' effective-request rule:

@@ -154,11 +154,23 @@ func TestSplitReplicatedJob(t *testing.T) {
 			rj.SplitPolicy.AcceleratorType = nil
 			return rj
 		}(), ReasonMissingAcceleratorType, "acceleratorType"},
-		{"auto mode", func() *trainingv1alpha1.ReplicatedJob {
-			rj := staticRJ(8, task("w", 4, "4"))
+		{"auto mode with pods of different demand", func() *trainingv1alpha1.ReplicatedJob {
+			rj := staticRJ(8, task("w", 2, "4"), task("x", 4, "2"))
 			rj.SplitPolicy.Mode = trainingv1alpha1.SplitModeAuto
 			return rj
-		}(), ReasonAutoModeNotSupported, "not supported"},
+		}(), ReasonMixedPodDemand, `task "w" requests 4 and task "x" 2 per pod`},
+		{"auto mode without acceleratorType", func() *trainingv1alpha1.ReplicatedJob {
+			rj := staticRJ(8, task("w", 4, "4"))
+			rj.SplitPolicy.Mode = trainingv1alpha1.SplitModeAuto
+			rj.SplitPolicy.AcceleratorType = nil
+			return rj
+		}(), ReasonMissingAcceleratorType, "mode auto needs acceleratorType"},
+		{"auto mode with a tier by name", func() *trainingv1alpha1.ReplicatedJob {
+			rj := staticRJ(8, task("w", 4, "4"))
+			rj.SplitPolicy.Mode = trainingv1alpha1.SplitModeAuto
+			rj.TemplateSpec.NetworkTopology = &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierName: "leaf"}
+			return rj
+		}(), ReasonUnsupportedTopology, "highestTierAllowed"},
 		{"fractional accelerator", staticRJ(1, task("w", 4, "500m")), ReasonInvalidAcceleratorQuantity, "not a whole number"},
 	}
 	for _, tc := range refusals {

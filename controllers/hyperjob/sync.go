@@ -43,6 +43,8 @@ type syncResult struct {
 	// waitFor > 0: expectations are not met yet (see expectations); nothing was written. It is the
 	// time until they expire.
 	waitFor time.Duration
+	// autoRetry: the HyperJob waits for room for its auto split (autodecide.go).
+	autoRetry bool
 }
 
 // syncVCJobAndPP makes the HyperJob's children match its plan:
@@ -90,6 +92,10 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 	res.plan = plan
 	if plan.Refusal != nil {
 		return res, releaseErr
+	}
+	if plan.Auto != nil {
+		err := r.syncAuto(ctx, hj, plan, &res)
+		return res, errors.Join(releaseErr, err)
 	}
 
 	recorded := recordedStates(&hj.Status)

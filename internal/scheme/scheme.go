@@ -30,6 +30,7 @@ func New() *runtime.Scheme {
 		schedulingv1beta1.AddToScheme,
 		topologyv1alpha1.AddToScheme,
 		trainingv1alpha1.AddToScheme,
+		karmadaclusterv1alpha1.Install,
 		karmadapolicyv1alpha1.Install,
 		karmadaclusterv1alpha1.Install,
 		karmadaworkv1alpha2.Install,

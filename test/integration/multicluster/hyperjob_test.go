@@ -22,21 +22,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/federation"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -275,27 +271,10 @@ func TestHyperJobAcrossMembers(t *testing.T) {
 // kubeconfig file, its cache limited to namespace (and cluster-scoped objects).
 func startHyperJobController(t *testing.T, namespace string, extra ...func(ctrl.Manager) error) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", plane.Kubeconfig)
-	require.NoError(t, err, "loading the plane's kubeconfig %s", plane.Kubeconfig)
-	cfg.QPS, cfg.Burst = 100, 200
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-	})
-	require.NoError(t, err, "creating the manager")
-	require.NoError(t, hyperjob.NewReconciler(mgr).SetupWithManager(mgr), "setting up the HyperJob controller")
-	for _, setup := range extra {
-		require.NoError(t, setup(mgr), "setting up a controller")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	stop, err := federation.StartHyperJobController(plane, namespace, 100, 200, extra...)
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("manager: %v", err)
 		}
 	})
@@ -393,10 +372,11 @@ type record struct {
 	clusters  []string
 	phase     batchv1alpha1.JobPhase
 	succeeded int32
+	podPhase  corev1.PodPhase
 }
 
 func (r record) String() string {
-	return fmt.Sprintf("%s %s %s %s/%s rv=%d suspended=%v clusters=%v phase=%s succeeded=%d", r.at.Format("15:04:05.000"), r.src, r.typ, r.kind, r.name, r.rv, r.suspended, r.clusters, r.phase, r.succeeded)
+	return fmt.Sprintf("%s %s %s %s/%s rv=%d suspended=%v clusters=%v phase=%s%s succeeded=%d", r.at.Format("15:04:05.000"), r.src, r.typ, r.kind, r.name, r.rv, r.suspended, r.clusters, r.phase, r.podPhase, r.succeeded)
 }
 
 // watch records every event of list's kind in the namespace tl.ns on the apiserver of cfg until ctx
@@ -423,6 +403,8 @@ func (tl *timeline) watch(ctx context.Context, t *testing.T, src string, cfg *re
 				}
 			case *batchv1alpha1.Job:
 				r.kind, r.name, r.phase, r.succeeded = "Job", o.Name, o.Status.State.Phase, o.Status.Succeeded
+			case *corev1.Pod:
+				r.kind, r.name, r.podPhase = "Pod", o.Name, o.Status.Phase
 			default:
 				continue
 			}

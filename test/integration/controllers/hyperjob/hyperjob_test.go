@@ -424,7 +424,7 @@ func TestSplitPolicy(t *testing.T) {
 	create(t, split("auto", trainingv1alpha1.SplitModeAuto, 8))
 	for _, tc := range []struct{ name, reason, msg string }{
 		{"uneven", hyperjob.ReasonNotDivisible, "requests 32 nvidia.com/gpu in total, which is not a multiple of accelerators=12"},
-		{"auto", hyperjob.ReasonAutoModeNotSupported, "mode auto is not supported"},
+		{"auto", hyperjob.ReasonAutoNeedsKarmada, "serves no Karmada Clusters (cluster.karmada.io)"},
 	} {
 		waitFor(t, timeout, tc.name+" refused", func(ctx context.Context) (bool, error) {
 			hj, err := getHyperJob(ctx, ns, tc.name)
