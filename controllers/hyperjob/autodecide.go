@@ -208,6 +208,8 @@ func (r *Reconciler) readMembers(ctx context.Context, req *AutoRequest) ([]autos
 	return members, snaps, nil
 }
 
+// clusterReady reports whether Karmada's Ready condition of the Cluster is True and it is not being
+// deleted: the auto split places nothing there, and its children are reported lost (memberloss.go).
 func clusterReady(c *clusterv1alpha1.Cluster) bool {
 	return c.DeletionTimestamp == nil && apimeta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
 }

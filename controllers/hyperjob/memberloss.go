@@ -65,11 +65,6 @@ func (r *Reconciler) watchClusters(mgr ctrl.Manager, bld *builder.Builder) (*bui
 	return bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allHyperJobs), builder.WithPredicates(readyChanged)), nil
 }
 
-// clusterReady reports whether Karmada's Ready condition of the Cluster is True.
-func clusterReady(c *clusterv1alpha1.Cluster) bool {
-	return apimeta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
-}
-
 // lostChildren maps each existing child bound to a member cluster that is not Ready to that member.
 func (r *Reconciler) lostChildren(ctx context.Context, hj *trainingv1alpha1.HyperJob, jobs map[string]*batchv1alpha1.Job) (map[string]string, error) {
 	if !r.watchMembers || len(jobs) == 0 {
