@@ -192,6 +192,7 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 		Name: "scheduler", Binary: filepath.Join(bin, "scheduler"), StartTimeout: 90 * time.Second,
 		Args: []string{
 			"--config=" + c.SchedulerConfig(),
+			"--feature-gates=" + SchedulerFeatureGates,
 			"--v=2", // each gang's decision and wait reason (docs/scheduler.md)
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(pt.Scheduler),
@@ -297,6 +298,24 @@ webhook:
   port: %d
   certDir: %q
 `, Loopback(healthPort), webhookPort, certDir)
+}
+
+// SchedulerFeatureGates is hyperbatch-scheduler's --feature-gates, as the chart ships it
+// (charts/hyperbatch values scheduler.featureGates; test/chart checks they agree).
+// NominatedNodeNameForExpectation (beta, on by default since 1.35) makes kube-scheduler patch
+// status.nominatedNodeName on every pod that waits at Permit, which is every gang member but the
+// one completing the quorum: one more apiserver write per pod, for a hint no other scheduler reads
+// (docs/scheduler.md, "Kubernetes 1.36 scheduler features").
+const SchedulerFeatureGates = "NominatedNodeNameForExpectation=false"
+
+// SchedulerFeatureGateMap is SchedulerFeatureGates as a map, for a scheduler run in the test process.
+func SchedulerFeatureGateMap() map[string]bool {
+	out := map[string]bool{}
+	for _, kv := range strings.Split(SchedulerFeatureGates, ",") {
+		name, value, _ := strings.Cut(kv, "=")
+		out[name] = value == "true"
+	}
+	return out
 }
 
 // DocumentedSchedulerConfig is docs/scheduler-config.yaml below root (the scheduler's documented
