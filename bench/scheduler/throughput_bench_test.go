@@ -451,6 +451,7 @@ func appendResults(rows []tpRow, setups []string, load0, load1 string) error {
 		time.Now().UTC().Format(time.RFC3339), rows[0].res.pods/len(rows[0].res.runs))
 	fmt.Fprintf(&sb, "# GOMAXPROCS=%d, %s; load average %s at start, %s at end\n", runtime.GOMAXPROCS(0), runtime.Version(), load0, load1)
 	fmt.Fprintf(&sb, "# %s\n", strings.Join(setups, "; "))
+	fmt.Fprintf(&sb, "# feature gates: default %v; hyperbatch %v\n", benchFeatureGates(defaultName), benchFeatureGates(hbName))
 	for _, r := range rows {
 		sb.WriteString(r.describe())
 		sb.WriteByte('\n')
