@@ -39,6 +39,11 @@ var controllerManagerControllers = []string{
 // serviceClusterIPRange is only a range string for the API server's Service allocator; no traffic uses it.
 const serviceClusterIPRange = "10.96.0.0/16"
 
+// KwokStages is the stage file hack/tools.sh writes beside bin/kwok: kwok's default stages as kwokctl
+// configures them (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete),
+// from kwok's own embedded files. kwok v0.8 has no built-in stages and refuses to start without them.
+func KwokStages(bin string) string { return filepath.Join(bin, "kwok-stages.yaml") }
+
 // Kwok's node selection: the nodes a local cluster creates carry this annotation, and kwok manages
 // only those.
 const (
@@ -130,11 +135,11 @@ func KubeCore(c Cluster, bin string) ([]Stage, error) {
 	}
 	kwok := Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
-		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml; with no config kwok uses its
-		// default stages (node-initialize, node-heartbeat, pod-ready, pod-complete, pod-delete).
+		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml.
 		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
 		Args: []string{
 			"--kubeconfig=" + kc,
+			"--config=" + KwokStages(bin),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
 			// Node and pod addresses are status strings only; keep them on loopback.

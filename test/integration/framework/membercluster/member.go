@@ -31,6 +31,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // GPUResource is the accelerator the fake nodes advertise.
@@ -142,14 +143,15 @@ func Start(ctx context.Context, o Options) (m *Member, err error) {
 		return m, err
 	}
 	kwokConfig := filepath.Join(o.Dir, "kwok.yaml")
-	// An explicit configuration without stages keeps kwok off any ~/.kwok/kwok.yaml and on its default
-	// stages (node-initialize, node-heartbeat, pod-ready, pod-complete, pod-delete).
+	// An explicit configuration keeps kwok off any ~/.kwok/kwok.yaml; the stages are kwok's defaults
+	// (localproc.KwokStages).
 	if err := os.WriteFile(kwokConfig, []byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n"), 0o644); err != nil {
 		return m, fmt.Errorf("writing %s: %w", kwokConfig, err)
 	}
 	kwok, err := framework.StartProcess(ctx, nopts, "kwok", []string{
 		"--kubeconfig=" + m.Kubeconfig,
 		"--config=" + kwokConfig,
+		"--config=" + localproc.KwokStages(o.BinDir),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + kwokNodeValue,
 		"--node-ip=127.0.0.1", "--cidr=127.64.0.1/10",
