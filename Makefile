@@ -53,11 +53,11 @@ tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-
 test-tools:
 	hack/tools.sh $(TEST_TOOLS)
 
-# bin/k8s-1.36/: the 1.36 control plane and links to every other tool, manager and scheduler.
+# bin/k8s-1.36/: the 1.36 control plane and links to every other tool (and kwok's stage file), manager and scheduler.
 .PHONY: test-tools-136
 test-tools-136: test-tools
 	hack/tools.sh $(TOOLS_136)
-	for t in $(filter-out kube-apiserver kube-controller-manager kubectl,$(TEST_TOOLS)) manager scheduler; do ln -sfn ../$$t $(BIN_136)/$$t; done
+	for t in $(filter-out kube-apiserver kube-controller-manager kubectl,$(TEST_TOOLS)) kwok-stages.yaml manager scheduler; do ln -sfn ../$$t $(BIN_136)/$$t; done
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code (api/, scheduler-plugin/args), our CRD (config/crd/ and the chart's crds/), the manager's RBAC (config/rbac) and the webhook manifests.

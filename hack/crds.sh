@@ -33,7 +33,7 @@ die() { echo "hack/crds.sh: $*" >&2; exit 1; }
 VOLCANO_APIS=volcano.sh/apis@v1.14.0
 KUEUE=sigs.k8s.io/kueue@v0.19.2
 KARMADA=github.com/karmada-io/karmada@v1.16.0
-JOBSET=sigs.k8s.io/jobset@v0.10.1
+JOBSET=sigs.k8s.io/jobset@v0.11.0
 TRAINER=github.com/kubeflow/trainer/v2@v2.0.0
 SCHED_PLUGINS=sigs.k8s.io/scheduler-plugins@v0.30.6
 # The versions the trainer tool module pins must be the ones whose CRDs are installed.

@@ -130,8 +130,27 @@ build() {
   echo "  $tool: built in $((SECONDS - start))s"
 }
 
+# kwok_stages: since v0.8.0 the kwok binary has no built-in stages ("no stages found"; kwokctl writes
+# them into its config). bin/kwok-stages.yaml is kwokctl's default set, printed from kwok's own embedded
+# stage files at the pinned version (hack/tools/kwok/stages); the local clusters pass it with --config.
+kwok_stages() {
+  local out=$BIN/kwok-stages.yaml stampf=$BIN/.kwok-stages.stamp want
+  want=$(stamp_of kwok)
+  if [ -f "$out" ] && [ -f "$stampf" ] && [ "$(cat "$stampf")" = "$want" ]; then
+    echo "  kwok-stages: up to date ($out)"
+    return 0
+  fi
+  (cd hack/tools/kwok && go run ./stages) > "$out.tmp" || { rm -f "$out.tmp"; die "writing kwok's default stages failed (cd hack/tools/kwok && go run ./stages)"; }
+  mv "$out.tmp" "$out"
+  echo "$want" > "$stampf"
+  echo "  kwok-stages: written ($out)"
+}
+
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || read -r -a tools <<< "$ALL"
 total=$SECONDS
-for t in "${tools[@]}"; do build "$t"; done
+for t in "${tools[@]}"; do
+  build "$t"
+  [ "$t" != kwok ] || kwok_stages
+done
 echo "tools ready in $BIN ($((SECONDS - total))s)"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"testing"
@@ -17,9 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/component-base/configz"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/utils/ptr"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
@@ -28,6 +32,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // Throughput setup, for each of tpNodeCounts fake nodes (8 CPU, 110 pods each) in its own control
@@ -135,6 +140,7 @@ func BenchmarkSchedulingThroughput(b *testing.B) {
 			for _, r := range out {
 				b.Logf("%s", r.describe())
 			}
+			b.Logf("opportunistic batching so far (all workloads of this process): %s", batchCounters(b))
 			if sums[1].aboveLimit > 0 {
 				b.Errorf("%d hyperbatch gangs span a HyperNode above tier %d despite hard highestTierAllowed=%d", sums[1].aboveLimit, tpHardTier, tpHardTier)
 			}
@@ -158,7 +164,63 @@ func runProfile(b *testing.B, cs kubernetes.Interface, env *framework.Env, dir s
 		configz.Delete("componentconfig")
 	}()
 	probe(b, cs, env, scheduler)
+	stopProfile := startCPUProfile(b, scheduler, tree.nodes)
+	defer stopProfile()
 	return runWorkload(b, cs, env, tree, scheduler)
+}
+
+// batchCounters is kube-scheduler's scheduler_batch_attempts_total by profile and result (1.35+,
+// OpportunisticBatching): whether the stock profile's batching takes part in the figures.
+func batchCounters(b *testing.B) string {
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != "scheduler_batch_attempts_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			out = append(out, fmt.Sprintf("%s=%.0f", strings.Join(labels, "/"), m.GetCounter().GetValue()))
+		}
+	}
+	if len(out) == 0 {
+		return "none recorded"
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+var tpProfileSeq int
+
+// startCPUProfile writes a CPU profile of the workload (scheduler, clients and waiters share this
+// process; the apiserver and etcd do not) to $HB_BENCH_CPUPROFILE/<profile>-<nodes>-<n>.pprof when
+// that directory is set, and returns the function that stops it.
+func startCPUProfile(b *testing.B, scheduler string, nodes int) func() {
+	dir := os.Getenv("HB_BENCH_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	tpProfileSeq++
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.pprof", scheduler, nodes, tpProfileSeq))
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Errorf("closing %s: %v", path, err)
+		}
+	}
 }
 
 func startControlPlane(b *testing.B) (*framework.Env, kubernetes.Interface) {
@@ -389,6 +451,7 @@ func appendResults(rows []tpRow, setups []string, load0, load1 string) error {
 		time.Now().UTC().Format(time.RFC3339), rows[0].res.pods/len(rows[0].res.runs))
 	fmt.Fprintf(&sb, "# GOMAXPROCS=%d, %s; load average %s at start, %s at end\n", runtime.GOMAXPROCS(0), runtime.Version(), load0, load1)
 	fmt.Fprintf(&sb, "# %s\n", strings.Join(setups, "; "))
+	fmt.Fprintf(&sb, "# feature gates: default %v; hyperbatch %v\n", benchFeatureGates(defaultName), benchFeatureGates(hbName))
 	for _, r := range rows {
 		sb.WriteString(r.describe())
 		sb.WriteByte('\n')
@@ -646,11 +709,27 @@ func startBenchScheduler(b *testing.B, ctx context.Context, cfg *rest.Config, di
 	// No PodGroup lifecycle controller runs here: the scheduler alone is measured.
 	_, done, err := schedulerenv.Run(ctx, cfg, dir, schedulerenv.Options{
 		Config: conf, WithoutEnqueueWait: profileName == hbName, Profile: profileName, ConfigName: profileName + ".yaml",
+		FeatureGates: benchFeatureGates(profileName),
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return done
+}
+
+// benchFeatureGates: the stock profile runs with kube-scheduler's default gates (the gates this process
+// sets for hyperbatch-scheduler, named at their upstream defaults); hyperbatch-scheduler with the
+// shipped ones (localproc.SchedulerFeatureGates), or, with HB_BENCH_HB_GATES=upstream, with the
+// upstream defaults too (what the shipped gates save).
+func benchFeatureGates(profileName string) map[string]bool {
+	gates := localproc.SchedulerFeatureGateMap()
+	if profileName == hbName && os.Getenv("HB_BENCH_HB_GATES") != "upstream" {
+		return gates
+	}
+	for name := range gates {
+		gates[name] = utilfeature.DefaultMutableFeatureGate.GetAll()[featuregate.Feature(name)].Default
+	}
+	return gates
 }
 
 // shuffledSizes is rounds of tpGangSizes in one fixed shuffled order.

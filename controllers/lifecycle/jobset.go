@@ -19,7 +19,7 @@ import (
 
 // reconcileJobSet enforces a JobSet's deadline.
 //
-// The mechanism is the one the JobSet controller (v0.10.1) itself respects: a JobSet whose status
+// The mechanism is the one the JobSet controller (v0.11.0) itself respects: a JobSet whose status
 // holds a Completed or Failed condition that is True is finished, and on every reconcile of a
 // finished JobSet that controller deletes all its active child Jobs in the foreground (so their pods
 // go), creates nothing, and applies the JobSet's own ttlSecondsAfterFinished. This controller

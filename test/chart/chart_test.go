@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -302,6 +303,10 @@ func TestSchedulerProfileMatchesDocs(t *testing.T) {
 		"the chart's scheduler must always elect a leader on its own Lease in the release namespace")
 	docLE, _ := doc["leaderElection"].(map[string]any)
 	assert.Equal(t, "hyperbatch-scheduler", docLE["resourceName"], "docs/scheduler-config.yaml must name the scheduler's own Lease")
+	// The feature gates the local cluster, the tests and the benchmarks run the scheduler with.
+	var dep appsv1.Deployment
+	require.True(t, find(t, objs, "Deployment", "hyperbatch-scheduler", &dep))
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--feature-gates="+localproc.SchedulerFeatureGates)
 	objs = render(t, "scheduler.replicas=1")
 	find(t, objs, "ConfigMap", "hyperbatch-scheduler-config", &cm)
 	assert.Equal(t, true, parse([]byte(cm.Data["scheduler-config.yaml"]))["leaderElection"].(map[string]any)["leaderElect"], "one replica elects too")

@@ -245,8 +245,14 @@ func endState(obj client.Object) string {
 	return ""
 }
 
-// claimVolume names a PersistentVolumeClaim a JobSet's pods mount ("" when none).
+// claimVolume names a PersistentVolumeClaim a JobSet's pods mount, or one its controller creates for
+// them from spec.volumeClaimPolicies (JobSet v0.11.0, KEP-572) ("" when none).
 func claimVolume(js *jobsetv1alpha2.JobSet) string {
+	for _, p := range js.Spec.VolumeClaimPolicies {
+		if len(p.Templates) > 0 {
+			return p.Templates[0].Name
+		}
+	}
 	for _, rj := range js.Spec.ReplicatedJobs {
 		for _, v := range rj.Template.Spec.Template.Spec.Volumes {
 			if v.PersistentVolumeClaim != nil {

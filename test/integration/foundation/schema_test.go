@@ -46,14 +46,12 @@ var schemaKinds = []client.Object{
 }
 
 // olderCRDGaps are fields of our compiled k8s.io/api (v0.36) that an upstream CRD generated from an older
-// k8s.io/api lacks, so the apiserver prunes them: JobSet v0.10.1's CRD is generated from v0.34 and has
-// neither the pod fields of 1.35 (podCertificate.userAnnotations) nor of 1.36 (spec.schedulingGroup,
-// the upstream Workload API). hyperbatch reads neither from a JobSet; listing them exactly keeps any
-// other gap failing.
+// k8s.io/api lacks, so the apiserver prunes them: JobSet v0.11.0's CRD is generated from v0.35 and lacks
+// the pod field of 1.36 (spec.schedulingGroup, the upstream Workload API). hyperbatch does not read it
+// from a JobSet; listing it exactly keeps any other gap failing.
 var olderCRDGaps = map[string][]string{
 	"JobSet": {
 		"spec.replicatedJobs[].template.spec.template.spec.schedulingGroup",
-		"spec.replicatedJobs[].template.spec.template.spec.volumes[].projected.sources[].podCertificate.userAnnotations",
 	},
 }
 

@@ -121,7 +121,7 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 // self-signed certificate written under LogDir. It registers the controller's JobSet mutating and
 // validating webhooks with the API server (named jobset-*-webhook-configuration-<port>, removed by
 // Stop): the controller relies on its defaulting webhook — without it a JobSet's spec.network stays
-// nil and v0.10.1's reconciler panics (dnsHostnamesEnabled).
+// nil and the reconciler panics (dnsHostnamesEnabled, v0.10.1 and v0.11.0).
 func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 )
 
 // StartScheduler starts hyperbatch's own scheduler binary (bin/scheduler, `make build`; BinDir is
-// HYPERBATCH_BIN when set) with --config, serving HTTPS on a free loopback port (its delegated
+// HYPERBATCH_BIN when set) with --config and the shipped --feature-gates, serving HTTPS on a free loopback port (its delegated
 // authentication reads kube-system's extension-apiserver-authentication ConfigMap, as in a cluster),
 // and waits for /healthz. The configuration names the kubeconfig (clientConnection.kubeconfig);
 // o.Kubeconfig, when set, is used for delegated authentication and authorization.
@@ -23,7 +23,7 @@ func StartScheduler(ctx context.Context, o NeighbourOptions, config string) (*Pr
 	if o.BinDir == "" {
 		o.BinDir = HyperbatchBinDir()
 	}
-	args := []string{"--config=" + config, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + o.LogDir, "-v=2"}
+	args := []string{"--config=" + config, "--feature-gates=" + localproc.SchedulerFeatureGates, "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + o.LogDir, "-v=2"}
 	if o.Kubeconfig != "" {
 		// In a pod these default to the ServiceAccount; outside one they must be named, or delegated
 		// authentication and authorization are skipped.

@@ -39,6 +39,11 @@ var controllerManagerControllers = []string{
 // serviceClusterIPRange is only a range string for the API server's Service allocator; no traffic uses it.
 const serviceClusterIPRange = "10.96.0.0/16"
 
+// KwokStages is the stage file hack/tools.sh writes beside bin/kwok: kwok's default stages as kwokctl
+// configures them (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete),
+// from kwok's own embedded files. kwok v0.8 has no built-in stages and refuses to start without them.
+func KwokStages(bin string) string { return filepath.Join(bin, "kwok-stages.yaml") }
+
 // Kwok's node selection: the nodes a local cluster creates carry this annotation, and kwok manages
 // only those.
 const (
@@ -175,11 +180,11 @@ func Kwok(c Cluster, bin string) Component {
 	}
 	return Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
-		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml; with no config kwok uses its
-		// default stages (node-initialize, node-heartbeat, pod-ready, pod-complete, pod-delete).
+		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml.
 		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
 		Args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig(),
+			"--config=" + KwokStages(bin),
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
 			// Node and pod addresses are status strings only; keep them on loopback.
@@ -251,6 +256,7 @@ func Hyperbatch(c Cluster, bin string, o HyperbatchOptions) (Stage, error) {
 		Name: "scheduler", Binary: filepath.Join(bin, "scheduler"), StartTimeout: 90 * time.Second,
 		Args: []string{
 			"--config=" + c.SchedulerConfig(),
+			"--feature-gates=" + SchedulerFeatureGates,
 			"--v=2", // each gang's decision and wait reason (docs/scheduler.md)
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(pt.Scheduler),
@@ -356,6 +362,24 @@ webhook:
   port: %d
   certDir: %q
 `, Loopback(healthPort), webhookPort, certDir)
+}
+
+// SchedulerFeatureGates is hyperbatch-scheduler's --feature-gates, as the chart ships it
+// (charts/hyperbatch values scheduler.featureGates; test/chart checks they agree).
+// NominatedNodeNameForExpectation (beta, on by default since 1.35) makes kube-scheduler patch
+// status.nominatedNodeName on every pod that waits at Permit, which is every gang member but the
+// one completing the quorum: one more apiserver write per pod, for a hint no other scheduler reads
+// (docs/scheduler.md, "Kubernetes 1.36 scheduler features").
+const SchedulerFeatureGates = "NominatedNodeNameForExpectation=false"
+
+// SchedulerFeatureGateMap is SchedulerFeatureGates as a map, for a scheduler run in the test process.
+func SchedulerFeatureGateMap() map[string]bool {
+	out := map[string]bool{}
+	for _, kv := range strings.Split(SchedulerFeatureGates, ",") {
+		name, value, _ := strings.Cut(kv, "=")
+		out[name] = value == "true"
+	}
+	return out
 }
 
 // DocumentedSchedulerConfig is docs/scheduler-config.yaml below root (the scheduler's documented

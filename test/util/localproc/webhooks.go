@@ -35,7 +35,7 @@ var volcanoHooks = []hook{
 }
 
 // jobSetHooks are the JobSet controller's JobSet webhooks (kubebuilder markers in
-// sigs.k8s.io/jobset v0.10.1 pkg/webhooks/jobset_webhook.go). Its pod webhooks (exclusive placement)
+// sigs.k8s.io/jobset v0.11.0 pkg/webhooks/jobset_webhook.go). Its pod webhooks (exclusive placement)
 // are added by WithJobSetPodWebhooks.
 var jobSetHooks = []hook{
 	{"jobset-mutating-webhook-configuration", "mjobset.kb.io", "/mutate-jobset-x-k8s-io-v1alpha2-jobset", "jobset.x-k8s.io", "v1alpha2", "jobsets", create, true},
@@ -88,7 +88,7 @@ func webhookConfigs(hooks []hook, addr string, ca []byte, suffix string, labels 
 }
 
 // WithJobSetPodWebhooks adds the JobSet controller's pod webhooks (mpod.kb.io, vpod.kb.io: kubebuilder
-// markers in sigs.k8s.io/jobset v0.10.1 pkg/webhooks/pod_*_webhook.go; the objectSelector of its Helm
+// markers in sigs.k8s.io/jobset v0.11.0 pkg/webhooks/pod_*_webhook.go; the objectSelector of its Helm
 // chart, charts/jobset/templates/webhook/) to its mutating and validating configurations in objs, as
 // a user's cluster has them: they implement exclusive placement (leader pods get the topology
 // affinity, follower pods are refused until their leader is scheduled), which without them is

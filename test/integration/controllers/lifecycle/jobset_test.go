@@ -36,7 +36,7 @@ func jobSetPodsAndJobs(ctx context.Context, ns, js string) (pods, jobs int, err 
 	return len(pl.Items), len(jl.Items), nil
 }
 
-// With the real JobSet controller (v0.10.1) and Job controller: a running JobSet past its deadline
+// With the real JobSet controller (v0.11.0) and Job controller: a running JobSet past its deadline
 // ends Failed with reason DeadlineExceeded, on time; the JobSet controller then deletes its Jobs and
 // their pods go; the PodGroup it controls is deleted.
 func TestJobSetDeadlineWithRealJobSetController(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package lifecycle tests the lifecycle controller against a real kube-apiserver (envtest) with the
 // Volcano, JobSet and HyperJob CRDs, kube-controller-manager (garbage collector and Job controller,
 // so foreground deletion completes and JobSet's Jobs get pods), the HyperJob controller and — for
-// JobSets — the real JobSet v0.10.1 reconciler run in-process (sigs.k8s.io/jobset/pkg/controllers).
+// JobSets — the real JobSet v0.11.0 reconciler run in-process (sigs.k8s.io/jobset/pkg/controllers).
 // No Volcano controller runs here: Volcano Jobs are checked up to the AbortJob Command this
 // controller creates.
 package lifecycle
@@ -47,7 +47,7 @@ func testConfig() *rest.Config {
 // managerOptions choose the controllers of a test manager besides the lifecycle controller.
 type managerOptions struct {
 	hyperJob bool // the HyperJob controller
-	jobSet   bool // the real JobSet reconciler (sigs.k8s.io/jobset v0.10.1)
+	jobSet   bool // the real JobSet reconciler (sigs.k8s.io/jobset v0.11.0)
 	// podGroupStatus: hyperbatch's PodGroup lifecycle controller, which enqueues the PodGroups of
 	// hyperbatch-scheduler's Volcano Jobs (Volcano's job controller creates pods only after that).
 	podGroupStatus bool

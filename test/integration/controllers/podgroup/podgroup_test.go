@@ -251,7 +251,7 @@ func TestSuspendResumeAndScale(t *testing.T) {
 	waitEvent(t, ns, "sus", "PodGroupReleased")
 }
 
-// A JobSet that the real JobSet controller (sigs.k8s.io/jobset v0.10.1) ends Completed releases its
+// A JobSet that the real JobSet controller (sigs.k8s.io/jobset v0.11.0) ends Completed releases its
 // PodGroup at once (the JobSet itself stays). kube-controller-manager's Job controller runs the child
 // Jobs; the test plays only the kubelet, which envtest lacks: it marks the pods Succeeded.
 func TestFinishedReleases(t *testing.T) {

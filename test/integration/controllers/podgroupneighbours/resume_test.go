@@ -250,7 +250,7 @@ func TestResumeCreatesPodGroupBeforePods(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(js), &schedulingv1beta1.PodGroup{})),
 		"a suspended JobSet has no PodGroup")
 
-	// While suspended: JobSet v0.10.1's own webhook refuses replica and container changes (only pod
+	// While suspended: JobSet v0.11.0's own webhook refuses replica and container changes (only pod
 	// labels, annotations, nodeSelector, tolerations and scheduling gates may change); what the
 	// pods will be admitted with can change, through the namespace's LimitRange.
 	err = mutate(ctx, js, func() { js.Spec.ReplicatedJobs[0].Replicas = 3 })

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
@@ -36,6 +37,11 @@ type Options struct {
 	Profile string
 	// ConfigName is the file name of the written configuration in dir; default scheduler-config.yaml.
 	ConfigName string
+	// FeatureGates are set before the scheduler is built, as its --feature-gates flag would; nil:
+	// hyperbatch-scheduler's shipped gates (localproc.SchedulerFeatureGates). The gates are the
+	// process's: a Run for another scheduler (the stock profile) names the same gates at the values it
+	// wants.
+	FeatureGates map[string]bool
 }
 
 // Start runs the scheduler with docs/scheduler-config.yaml until ctx is cancelled; dir holds its
@@ -80,6 +86,14 @@ func Run(ctx context.Context, cfg *rest.Config, dir string, o Options) (*kubesch
 	opts.SecureServing.BindPort = 0 // no HTTPS endpoint in tests
 	if err := opts.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, nil, err
+	}
+	if o.FeatureGates == nil {
+		o.FeatureGates = localproc.SchedulerFeatureGateMap()
+	}
+	if len(o.FeatureGates) > 0 {
+		if err := feature.DefaultMutableFeatureGate.SetFromMap(o.FeatureGates); err != nil {
+			return nil, nil, fmt.Errorf("scheduler feature gates: %w", err)
+		}
 	}
 	cc, s, err := app.Setup(ctx, opts, registry.Options()...)
 	if err != nil {
