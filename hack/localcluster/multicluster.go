@@ -283,7 +283,7 @@ func (mk *multiKube) propagateQueues(ctx context.Context) error {
 			return true, nil
 		})
 		if err != nil {
-			return fmt.Errorf("Queue %s created on the plane did not reach member %s within 90s (last: %s; see `kubectl get clusterresourcebinding` on the plane): %w", demoQueue, m, last, err)
+			return fmt.Errorf("queue %s created on the plane did not reach member %s within 90s (last: %s; see `kubectl get clusterresourcebinding` on the plane): %w", demoQueue, m, last, err)
 		}
 	}
 	step("Queue %s propagated from the plane to %s by ClusterPropagationPolicy %s (%s)", demoQueue, strings.Join(mk.names, ", "), queuePolicy, since(t))

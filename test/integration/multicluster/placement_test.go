@@ -146,12 +146,16 @@ func TestStaticSplitPlacedInOneHyperNode(t *testing.T) {
 	assert.Equal(t, map[string]batchv1alpha1.JobPhase{"hp-a-0": batchv1alpha1.Completed, "hp-a-1": batchv1alpha1.Completed, "hp-b-0": batchv1alpha1.Completed}, states,
 		"one Completed state per child on the plane")
 
-	deleteAndWaitGone(ctx, t, hj, want, 60*time.Second)
+	deleteAndWaitGone(ctx, t, hj, want)
 }
 
+// childCleanupLimit is how long deleting a HyperJob may take to remove every child from every member.
+const childCleanupLimit = 60 * time.Second
+
 // deleteAndWaitGone deletes the HyperJob on the plane and waits until no child (name → member) is
-// left in its member, within limit.
-func deleteAndWaitGone(ctx context.Context, t *testing.T, hj *trainingv1alpha1.HyperJob, children map[string]string, limit time.Duration) {
+// left in its member, within childCleanupLimit.
+func deleteAndWaitGone(ctx context.Context, t *testing.T, hj *trainingv1alpha1.HyperJob, children map[string]string) {
+	limit := childCleanupLimit
 	t.Helper()
 	require.NoError(t, plane.Client.Delete(ctx, hj, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	deleted := time.Now()

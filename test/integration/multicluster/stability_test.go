@@ -151,5 +151,5 @@ func TestNoFightForTwoMinutes(t *testing.T) {
 	require.Empty(t, changed(before, now), "objects rewritten within %s", stabilityWindow)
 	t.Logf("no resourceVersion of %d objects changed in %s (%d pokes, each followed by a controller pass)", len(before), time.Since(start).Round(time.Second), pokes)
 
-	deleteAndWaitGone(ctx, t, hj, children, 60*time.Second)
+	deleteAndWaitGone(ctx, t, hj, children)
 }
