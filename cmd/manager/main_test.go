@@ -70,7 +70,7 @@ func TestApplyMode(t *testing.T) {
 	// A member runs everything but the HyperJob split.
 	o = options{mode: modeMember, controllers: "*", webhookKinds: "*"}
 	require.NoError(t, applyMode(&o, map[string]bool{}))
-	assert.Equal(t, "hypernode,lifecycle,namespacelabel,podgroup,podgroupstatus,workloadpolicy", o.controllers)
+	assert.Equal(t, "admissionparams,hypernode,lifecycle,namespacelabel,podgroup,podgroupstatus,workloadpolicy", o.controllers)
 	assert.Equal(t, "Pod,VolcanoJob,PodGroup,JobSet,WorkloadPolicy", o.webhookKinds)
 	o = options{mode: modeMember, controllers: "podgroup,hyperjob", webhookKinds: "*"}
 	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),

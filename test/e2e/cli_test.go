@@ -66,11 +66,14 @@ func labelNamespace(t *testing.T, ns string) (string, string) {
 	t.Helper()
 	var n corev1.Namespace
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: ns}, &n))
+	orig := n.DeepCopy()
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
 	n.Labels["e2e.hyperbatch.dev/cli"] = ns
-	require.NoError(t, c.Update(context.Background(), &n))
+	// A merge patch: the manager's controllers write the new namespace too (its opt-in label, the
+	// admission params), so an Update could lose the race.
+	require.NoError(t, c.Patch(context.Background(), &n, client.MergeFrom(orig)))
 	return "e2e.hyperbatch.dev/cli", ns
 }
 
