@@ -174,24 +174,24 @@ func (c Cluster) KwokConfig() string { return filepath.Join(c.Dir, "kwok", "kwok
 // Kwok is the cluster's kwok: it manages the nodes annotated KwokNodeAnnotation=KwokNodeValue.
 func Kwok(c Cluster, bin string) Component {
 	pt := c.Ports()
-	var config []string
+	config := "--config=" + KwokStages(bin)
 	if _, err := os.Stat(c.KwokConfig()); err == nil {
-		config = []string{"--config=" + c.KwokConfig()}
+		config = "--config=" + c.KwokConfig() // kwok's stages too, with held pods kept Running
 	}
 	return Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
 		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml.
 		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
-		Args: append([]string{
+		Args: []string{
 			"--kubeconfig=" + c.Kubeconfig(),
-			"--config=" + KwokStages(bin),
+			config,
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
 			// Node and pod addresses are status strings only; keep them on loopback.
 			"--node-ip=127.0.0.1",
 			"--cidr=127.64.0.1/10",
 			"--server-address=" + Loopback(pt.Kwok),
-		}, config...),
+		},
 		Ready: HTTPReady(http.DefaultClient, "http://"+Loopback(pt.Kwok)+"/healthz", ""),
 	}
 }

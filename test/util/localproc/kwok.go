@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -15,48 +13,40 @@ import (
 // stay Running for a while, such as a stability test's).
 const KwokHoldAnnotation = "hyperbatch.dev/kwok-hold"
 
-// kwokModule is the module kwok is built from; hack/tools/kwok/go.mod pins it.
-const kwokModule = "sigs.k8s.io/kwok"
-
-// kwokPodStages are kwok's own fast pod stages (kustomize/stage/pod/fast, what kwok uses when given
-// no pod stage).
-var kwokPodStages = []string{"pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml"}
-
-// WriteKwokConfig writes kwok's configuration to path: no options, and kwok's fast pod stages read
-// from the pinned kwok module (below root's hack/tools/kwok), pod-complete limited to pods without
-// KwokHoldAnnotation. Node stages stay kwok's defaults.
-func WriteKwokConfig(root, path string) error {
-	goMod := filepath.Join(root, "hack", "tools", "kwok", "go.mod")
-	raw, err := os.ReadFile(goMod)
+// WriteKwokConfig writes kwok's configuration to path: no options, and kwok's own default stages
+// (KwokStages(bin), which `hack/tools.sh kwok` prints from the stages kwok embeds) with pod-complete
+// limited to pods without KwokHoldAnnotation.
+func WriteKwokConfig(bin, path string) error {
+	src := KwokStages(bin)
+	raw, err := os.ReadFile(src)
 	if err != nil {
-		return fmt.Errorf("reading the kwok tool pins: %w", err)
-	}
-	var version string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == kwokModule {
-			version = f[1]
-		}
-	}
-	if version == "" {
-		return fmt.Errorf("%s does not require %s", goMod, kwokModule)
-	}
-	dir, err := moduleDir(filepath.Dir(goMod), kwokModule, version)
-	if err != nil {
-		return err
+		return fmt.Errorf("reading kwok's stages (hack/tools.sh kwok writes them): %w", err)
 	}
 	docs := [][]byte{[]byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n")}
-	for _, f := range kwokPodStages {
-		src := filepath.Join(dir, "kustomize", "stage", "pod", "fast", f)
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return fmt.Errorf("reading kwok's stage %s: %w", src, err)
+	held := false
+	for _, doc := range bytes.Split(raw, []byte("\n---")) {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
 		}
-		if f == "pod-complete.yaml" {
-			if b, err = withoutHeld(b); err != nil {
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		if meta.Kind == "" {
+			continue
+		}
+		if meta.Kind == "Stage" && meta.Metadata.Name == "pod-complete" {
+			if doc, err = withoutHeld(doc); err != nil {
 				return fmt.Errorf("%s: %w", src, err)
 			}
+			held = true
 		}
-		docs = append(docs, b)
+		docs = append(docs, bytes.TrimLeft(doc, "\n"))
+	}
+	if !held {
+		return fmt.Errorf("%s has no Stage pod-complete to keep held pods Running", src)
 	}
 	if err := os.WriteFile(path, bytes.Join(docs, []byte("\n---\n")), 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

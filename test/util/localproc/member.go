@@ -54,8 +54,8 @@ type MemberOptions struct {
 	// Hyperbatch runs hyperbatch's manager and scheduler (the scheduler's configuration must be
 	// written to c.SchedulerConfig() first: WriteSchedulerConfig).
 	Hyperbatch bool
-	// Root is the repository root: kwok then runs with WriteKwokConfig's stages, so pods with
-	// KwokHoldAnnotation stay Running. Empty: kwok's defaults.
+	// Root is the repository root. Set, kwok runs with WriteKwokConfig's stages, so pods with
+	// KwokHoldAnnotation stay Running; empty, with kwok's default stages.
 	Root string
 }
 
@@ -84,7 +84,7 @@ func UpMember(ctx context.Context, c Cluster, bin string, o MemberOptions, start
 	}
 	st := &steps{last: time.Now()}
 	if o.Root != "" {
-		if err := WriteKwokConfig(o.Root, c.KwokConfig()); err != nil {
+		if err := WriteKwokConfig(bin, c.KwokConfig()); err != nil {
 			return nil, fmt.Errorf("member %s: %w", c.Name, err)
 		}
 	}
