@@ -13,7 +13,7 @@ import (
 // stay Running for a while, such as a stability test's).
 const KwokHoldAnnotation = "hyperbatch.dev/kwok-hold"
 
-// WriteKwokConfig writes kwok's configuration to path: no options, and kwok's own default stages
+// WriteKwokConfig writes kwok's configuration to path: kwok's own default stages
 // (KwokStages(bin), which `hack/tools.sh kwok` prints from the stages kwok embeds) with pod-complete
 // limited to pods without KwokHoldAnnotation.
 func WriteKwokConfig(bin, path string) error {
@@ -22,7 +22,9 @@ func WriteKwokConfig(bin, path string) error {
 	if err != nil {
 		return fmt.Errorf("reading kwok's stages (hack/tools.sh kwok writes them): %w", err)
 	}
-	docs := [][]byte{[]byte("apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokConfiguration\noptions: {}\n")}
+	// No KwokConfiguration document: kwok v0.8.0 takes an explicit one's unset options as zero
+	// (playStageParallelism 0 refuses to start); KWOK_WORKDIR keeps a user's ~/.kwok/kwok.yaml out.
+	var docs [][]byte
 	held := false
 	for _, doc := range bytes.Split(raw, []byte("\n---")) {
 		var meta struct {
