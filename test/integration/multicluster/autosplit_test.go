@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
-	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -30,41 +29,13 @@ import (
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-// The members' HyperNode trees for the auto split tests (docs/multicluster.md, "How `auto`
-// decides"): member1 (three nodes of 8 GPUs) has one leaf per node; member2 (two nodes of 4) has one
-// leaf over both, selected by a regular expression as Volcano's discovery would write it. Each
-// member has a spine (tier 2) over its leaves.
-var autoTrees = map[string][]*topologyv1alpha1.HyperNode{
-	"member1": {
-		builders.MakeHyperNode("m1-leaf-0", 1).Members(builders.NodeMember("m1-gpu-0")).Obj(),
-		builders.MakeHyperNode("m1-leaf-1", 1).Members(builders.NodeMember("m1-gpu-1")).Obj(),
-		builders.MakeHyperNode("m1-leaf-2", 1).Members(builders.NodeMember("m1-gpu-2")).Obj(),
-		builders.MakeHyperNode("m1-spine", 2).Members(builders.HyperNodeMember("m1-leaf-0"), builders.HyperNodeMember("m1-leaf-1"), builders.HyperNodeMember("m1-leaf-2")).Obj(),
-	},
-	"member2": {
-		builders.MakeHyperNode("m2-leaf-0", 1).Members(builders.RegexMember("^m2-gpu-")).Obj(),
-		builders.MakeHyperNode("m2-spine", 2).Members(builders.HyperNodeMember("m2-leaf-0")).Obj(),
-	},
-}
-
-// autoSetup prepares one auto split test: its namespace on the plane, the members' HyperNode trees
-// (removed after the test) and the HyperJob controller for the namespace.
+// autoSetup prepares one auto split test: its namespace on the plane and the HyperJob controller for
+// the namespace. The members' HyperNode trees are the suite's (memberNodes): member1 has one leaf per
+// node of 8 GPUs, member2 one leaf over its two nodes of 4.
 func autoSetup(ctx context.Context, t *testing.T, ns string) {
 	t.Helper()
 	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	startHyperJobController(t, ns)
-	for m, tree := range autoTrees {
-		for _, h := range tree {
-			require.NoError(t, members[m].Client.Create(ctx, h.DeepCopy()), "HyperNode %s in %s", h.Name, m)
-		}
-	}
-	t.Cleanup(func() {
-		for m, tree := range autoTrees {
-			for _, h := range tree {
-				_ = members[m].Client.Delete(context.Background(), h.DeepCopy())
-			}
-		}
-	})
 }
 
 // autoHyperJob is a HyperJob in splitPolicy mode auto: one replicatedJob "w" of children children,

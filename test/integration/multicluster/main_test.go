@@ -29,10 +29,11 @@ var (
 )
 
 // The members: different accelerator capacity, so a summary that mixed them up would show, and
-// different HyperNode trees (member1: leaves of 2 nodes and of 1 node under m1-spine; member2: one
-// leaf of 2 nodes under m2-spine), so a placement inside one HyperNode can be checked.
+// different HyperNode trees (member1: a leaf per node; member2: one leaf of 2 nodes; each member a
+// spine above its leaves), so a placement inside one HyperNode can be checked. The auto split tests
+// count free accelerators per leaf of these trees (docs/multicluster.md, "How `auto` decides").
 var memberNodes = map[string][]membercluster.Node{
-	"member1": {{Name: "m1-gpu-0", GPUs: 8, Leaf: "m1-leaf-0"}, {Name: "m1-gpu-1", GPUs: 8, Leaf: "m1-leaf-0"}, {Name: "m1-gpu-2", GPUs: 8, Leaf: "m1-leaf-1"}},
+	"member1": {{Name: "m1-gpu-0", GPUs: 8, Leaf: "m1-leaf-0"}, {Name: "m1-gpu-1", GPUs: 8, Leaf: "m1-leaf-1"}, {Name: "m1-gpu-2", GPUs: 8, Leaf: "m1-leaf-2"}},
 	"member2": {{Name: "m2-gpu-0", GPUs: 4, Leaf: "m2-leaf-0"}, {Name: "m2-gpu-1", GPUs: 4, Leaf: "m2-leaf-0"}},
 }
 
