@@ -51,14 +51,27 @@ func withoutDuplicates(t *testing.T, hns []topologyv1alpha1.HyperNode) []topolog
 	sort.Slice(hns, func(i, j int) bool { return hns[i].Name < hns[j].Name })
 	sh := shapes(hns)
 	first := map[shape]string{}
+	dup := map[string]string{} // a dropped duplicate → the HyperNode it repeats
 	var out []topologyv1alpha1.HyperNode
 	for _, hn := range hns {
 		if f, ok := first[sh[hn.Name]]; ok {
 			t.Logf("difference: Volcano made %s with the same tier and nodes as %s (its back-to-back rounds race)", hn.Name, f)
+			dup[hn.Name] = f
 			continue
 		}
 		first[sh[hn.Name]] = hn.Name
 		out = append(out, hn)
+	}
+	// A parent Volcano wrote over a dropped duplicate names the HyperNode it repeats instead.
+	for i := range out {
+		for j, m := range out[i].Spec.Members {
+			if m.Type != topologyv1alpha1.MemberTypeHyperNode || m.Selector.ExactMatch == nil {
+				continue
+			}
+			if f, ok := dup[m.Selector.ExactMatch.Name]; ok {
+				out[i].Spec.Members[j].Selector.ExactMatch = &topologyv1alpha1.ExactMatch{Name: f}
+			}
+		}
 	}
 	return out
 }
