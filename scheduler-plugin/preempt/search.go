@@ -273,6 +273,27 @@ func (s *search) domain(h *topology.HyperNode) *dom {
 	return d
 }
 
+// addFreed adds what u frees on the domain's nodes to extra (per node index: k resources, then the
+// pod count) and to agg (the domain's aggregate; nil keeps none).
+func (d *dom) addFreed(u *unit, k int, extra map[int][]int64, agg []int64) {
+	for idx, f := range u.freed {
+		if !d.in(idx) {
+			continue
+		}
+		e := extra[idx]
+		if e == nil {
+			e = make([]int64, k+1)
+			extra[idx] = e
+		}
+		for j := range f {
+			e[j] += f[j]
+		}
+		for j := range agg {
+			agg[j] += f[j]
+		}
+	}
+}
+
 // fits reports whether the gang fits the domain with the units evicted.
 func (d *dom) fits(s *search, set []*unit) bool {
 	k := len(s.names)
@@ -282,22 +303,7 @@ func (d *dom) fits(s *search, set []*unit) bool {
 		aggExtra = make([]int64, k)
 	}
 	for _, u := range set {
-		for idx, f := range u.freed {
-			if !d.in(idx) {
-				continue
-			}
-			e := extra[idx]
-			if e == nil {
-				e = make([]int64, k+1)
-				extra[idx] = e
-			}
-			for j := range f {
-				e[j] += f[j]
-			}
-			for j := range aggExtra {
-				aggExtra[j] += f[j]
-			}
-		}
+		d.addFreed(u, k, extra, aggExtra)
 	}
 	total := d.base
 	buf := make([]int64, k)
@@ -326,22 +332,7 @@ func (d *dom) greedy(s *search) []*unit {
 	extra := map[int][]int64{}
 	agg := append([]int64(nil), d.agg...)
 	for _, u := range d.units {
-		for idx, f := range u.freed {
-			if !d.in(idx) {
-				continue
-			}
-			e := extra[idx]
-			if e == nil {
-				e = make([]int64, k+1)
-				extra[idx] = e
-			}
-			for j := range f {
-				e[j] += f[j]
-			}
-			for j := range agg {
-				agg[j] += f[j]
-			}
-		}
+		d.addFreed(u, k, extra, agg)
 	}
 	slotsWith := func(idx int, e []int64, sign int64, f []int64) int64 {
 		buf := make([]int64, k)
