@@ -402,6 +402,10 @@ const (
 	setupNone       burstSetup = "none"
 	// setupPolicy: hyperbatch's admission policies (policy mode), no webhook for Pods.
 	setupPolicy burstSetup = "policy"
+	// setupMAPNoop: one MutatingAdmissionPolicy that changes no burst Pod; setupVAPNoop: one
+	// ValidatingAdmissionPolicy that refuses no burst Pod (BenchmarkAdmissionModes).
+	setupMAPNoop burstSetup = "map-noop"
+	setupVAPNoop burstSetup = "vap-noop"
 )
 
 // defaults reports whether Pods are defaulted under setup.
@@ -521,13 +525,18 @@ func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Obje
 		n++
 		p := pod()
 		p.Name = fmt.Sprintf("probe-%s-%d", tag, n)
+		// The no-op VAP refuses this probe and the no-op MAP annotates it (noopProbeLabel).
+		p.Labels = map[string]string{noopProbeLabel: "deny"}
 		calls0 := noopCalls.Load()
 		if err := c.Create(ctx, p); err != nil {
-			return false, nil //nolint:nilerr // a webhook configuration the apiserver is still loading may refuse the probe: poll again
+			// Refused by the no-op VAP: the set-up is loaded exactly when it is vap-noop's. Any other
+			// error (a configuration the apiserver is still loading) polls again.
+			return setup == setupVAPNoop && strings.Contains(err.Error(), "bench probe"), nil
 		}
 		called := noopCalls.Load() > calls0
 		_ = c.Delete(ctx, p)
-		return (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() && called == (setup == setupFloor), nil
+		return setup != setupVAPNoop && (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() &&
+			called == (setup == setupFloor) && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the webhook configurations of set-up %s: %v", setup, err)
