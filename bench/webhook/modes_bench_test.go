@@ -26,13 +26,14 @@ import (
 )
 
 // BenchmarkAdmissionModes creates burstPods bare Pods in the governed bench namespace through
-// kube-apiserver under six admission set-ups, each twice, in a mirrored order (ABBA): policy, webhook,
-// floor, map-noop, vap-noop, none, none, vap-noop, map-noop, floor, webhook, policy:
+// kube-apiserver under seven admission set-ups, each twice, in a mirrored order (ABBA): policy,
+// webhook, floor, map-noop, map-noop-ac, vap-noop, none, then the same backwards:
 //   - policy: hyperbatch's admission policies (--admission=policy), the webhooks' Pod entries gone;
 //   - webhook: hyperbatch's webhooks (--admission=webhook);
 //   - floor: one no-op mutating webhook;
-//   - map-noop: one MutatingAdmissionPolicy (and binding) matching the same Pods whose mutation
-//     changes nothing (an ApplyConfiguration with an empty annotations map), the least a MAP costs;
+//   - map-noop: one MutatingAdmissionPolicy (and binding) matching the same Pods whose mutation, a
+//     JSON patch as hyperbatch's, changes nothing: the least such a MAP costs;
+//   - map-noop-ac: the same with an apply configuration (an empty annotations map);
 //   - vap-noop: one ValidatingAdmissionPolicy (and Deny binding) matching the same Pods whose
 //     validation always holds for them;
 //   - none: no admission at all.
@@ -52,10 +53,11 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
 		setupPolicy:     admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
-		setupMAPNoop:    noopMutatingPolicy(),
+		setupMAPNoop:    noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
+		setupMAPNoopAC:  noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
 		setupVAPNoop:    noopValidatingPolicy(),
 	}
-	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloor, setupMAPNoop, setupVAPNoop, setupNone}
+	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
 	half, partial := all, false
 	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
 		half, partial = nil, true
@@ -111,7 +113,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 40m\n")
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupVAPNoop, setupFloor, setupHyperbatch, setupPolicy} {
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupHyperbatch, setupPolicy} {
 			if _, ok := rounds[s]; !ok {
 				continue
 			}
@@ -137,6 +139,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		ratio("webhook/floor create p99", " (goal <= 1.20x)", setupHyperbatch, setupFloor, true)
 		ratio("policy/webhook pods/s", "", setupPolicy, setupHyperbatch, false)
 		ratio("map-noop/none pods/s", "", setupMAPNoop, setupNone, false)
+		ratio("map-noop-ac/none pods/s", "", setupMAPNoopAC, setupNone, false)
 		ratio("vap-noop/none pods/s", "", setupVAPNoop, setupNone, false)
 		ratio("floor/none pods/s", "", setupFloor, setupNone, false)
 		for _, s := range half {
@@ -202,20 +205,29 @@ func noopMatch() (*admissionregistrationv1.MatchResources, *admissionregistratio
 	return constraints, binding
 }
 
-// noopMutatingPolicy is the map-noop set-up: a MutatingAdmissionPolicy whose ApplyConfiguration
-// sets an annotation on probe Pods only (an empty annotations map on every other Pod: the apiserver
-// still evaluates it and merges it with structured-merge-diff).
-func noopMutatingPolicy() []client.Object {
+// noopMutatingPolicy is a MutatingAdmissionPolicy that annotates probe Pods only: every other Pod
+// passes unchanged, but the apiserver still evaluates the mutation and applies its result. The
+// map-noop set-up's is a JSON patch (an empty list for a burst Pod: the apiserver still encodes the
+// Pod to JSON, applies the patch and decodes the result), map-noop-ac's an apply configuration (an
+// empty annotations map: still merged over the whole Pod with structured-merge-diff).
+func noopMutatingPolicy(patchType admissionregistrationv1.PatchType) []client.Object {
 	constraints, binding := noopMatch()
 	fp := admissionregistrationv1.Fail
+	probe := "'" + noopProbeLabel + "' in object.metadata.?labels.orValue({})"
+	m := admissionregistrationv1.Mutation{PatchType: patchType}
 	name := "bench-noop-map"
+	if patchType == admissionregistrationv1.PatchTypeJSONPatch {
+		m.JSONPatch = &admissionregistrationv1.JSONPatch{Expression: probe + " ? [JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" +
+			noopProbeLabel + "': 'map'}}] : []"}
+	} else {
+		name += "-ac"
+		m.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {?'" + noopProbeLabel + "': " +
+			probe + " ? optional.of('map') : optional.none()}}}"}
+	}
 	return []client.Object{
 		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
-				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
-				Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-					ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {?'" + noopProbeLabel + "': " +
-						"'" + noopProbeLabel + "' in object.metadata.?labels.orValue({}) ? optional.of('map') : optional.none()}}}"}}}}},
+				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{m}}},
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding}},
 	}

@@ -404,8 +404,9 @@ const (
 	setupPolicy burstSetup = "policy"
 	// setupMAPNoop: one MutatingAdmissionPolicy that changes no burst Pod; setupVAPNoop: one
 	// ValidatingAdmissionPolicy that refuses no burst Pod (BenchmarkAdmissionModes).
-	setupMAPNoop burstSetup = "map-noop"
-	setupVAPNoop burstSetup = "vap-noop"
+	setupMAPNoop   burstSetup = "map-noop"
+	setupMAPNoopAC burstSetup = "map-noop-ac"
+	setupVAPNoop   burstSetup = "vap-noop"
 )
 
 // defaults reports whether Pods are defaulted under setup.
@@ -536,7 +537,7 @@ func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Obje
 		called := noopCalls.Load() > calls0
 		_ = c.Delete(ctx, p)
 		return setup != setupVAPNoop && (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() &&
-			called == (setup == setupFloor) && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop), nil
+			called == (setup == setupFloor) && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop || setup == setupMAPNoopAC), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the webhook configurations of set-up %s: %v", setup, err)
