@@ -219,18 +219,15 @@ func podChecks() []validation {
 // something to say. The defaulted warning is found by the defaulted-by value the mutation wrote
 // (the stored object says what was filled); the topology skip by the same test the mutation made.
 func podWarningVariables() []variable {
-	masks := make([]string, 0, podAllBits)
-	for m := 1; m <= podAllBits; m++ {
-		masks = append(masks, fmt.Sprint(m))
-	}
 	vars := append(podPredicates("object", "new"), podCheckVariables()...)
 	return append(vars,
 		// refused: the checks policy refuses the Pod. The webhook gives no "defaulted" or skip
 		// warning with a refusal (it would read as if the Pod had been created), so neither does
 		// this policy.
 		variable{"refused", fmt.Sprintf("!(%s) || !(%s) || !(%s)", podCheckSpelling, podCheckAllowed, podCheckPriorityClass())},
-		variable{"filled", "[" + strings.Join(masks, ", ") + "].filter(m, " + cel(KeyPodDefaultedBy) + " + string(m) in params.data && " +
-			"params.data[" + cel(KeyPodDefaultedBy) + " + string(m)] == variables.newAnn[?" + cel(hbv1.DefaultedByAnnotation) + "].orValue(''))"},
+		// filled: the fill combination whose defaulted-by value the Pod carries (0: none).
+		variable{"filled", "variables.newAnn[?" + cel(hbv1.DefaultedByAnnotation) + "].orValue('') == '' ? 0 : " +
+			"params.data[?" + cel(KeyPodDefaultedByList) + "].orValue('').split('\\n').indexOf(variables.newAnn[" + cel(hbv1.DefaultedByAnnotation) + "]) + 1"},
 		variable{"pin", "object.spec.?nodeName.orValue('') != '' ? 'spec.nodeName \"' + object.spec.nodeName + '\"' : " +
 			"object.spec.?nodeSelector.orValue({})[?" + cel(corev1.LabelHostname) + "].orValue('') != '' ? " +
 			cel("spec.nodeSelector["+corev1.LabelHostname+`] "`) + " + object.spec.nodeSelector[" + cel(corev1.LabelHostname) + "] + '\"' : " +
@@ -246,8 +243,8 @@ func podWarningVariables() []variable {
 func podWarnings() []validation {
 	return []validation{
 		{
-			expression: "size(variables.filled) == 0 || variables.refused",
-			message:    "params.data[" + cel(KeyPodWarning) + " + string(variables.filled[0])]",
+			expression: "variables.filled == 0 || variables.refused",
+			message:    "params.data[" + cel(KeyPodWarning) + " + string(variables.filled)]",
 		},
 		{
 			expression: "!(variables.newTopologyOpen && variables.newPinned && " + cel(KeyPodTopologySkip) + " in params.data) || variables.refused",
