@@ -26,10 +26,13 @@ import (
 )
 
 // BenchmarkAdmissionModes creates burstPods bare Pods in the governed bench namespace through
-// kube-apiserver under seven admission set-ups, each twice, in a mirrored order (ABBA): policy,
-// webhook, floor, map-noop, map-noop-ac, vap-noop, none, then the same backwards:
+// kube-apiserver under eight admission set-ups, each twice, in a mirrored order (ABBA): policy,
+// webhook, floor-patch, floor, map-noop, map-noop-ac, vap-noop, none, then the same backwards:
 //   - policy: hyperbatch's admission policies (--admission=policy), the webhooks' Pod entries gone;
 //   - webhook: hyperbatch's webhooks (--admission=webhook);
+//   - floor-patch: one mutating webhook answering with a one-operation patch (an annotation): the
+//     least a webhook that changes the Pod costs (the apiserver applies the patch, decodes the
+//     result and runs its mutating admission once more);
 //   - floor: one no-op mutating webhook;
 //   - map-noop: one MutatingAdmissionPolicy (and binding) matching the same Pods whose mutation, a
 //     JSON patch as hyperbatch's, changes nothing: the least such a MAP costs;
@@ -52,12 +55,13 @@ func BenchmarkAdmissionModes(b *testing.B) {
 	setups := map[burstSetup][]client.Object{
 		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
+		setupFloorPatch: {floorPatchConfiguration(mwc.Webhooks[0].ClientConfig)},
 		setupPolicy:     admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
 		setupMAPNoop:    noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
 		setupMAPNoopAC:  noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
 		setupVAPNoop:    noopValidatingPolicy(),
 	}
-	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
+	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
 	half, partial := all, false
 	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
 		half, partial = nil, true
@@ -113,7 +117,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 40m\n")
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupHyperbatch, setupPolicy} {
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicy} {
 			if _, ok := rounds[s]; !ok {
 				continue
 			}
@@ -137,6 +141,9 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		ratio("policy/map-noop pods/s", "", setupPolicy, setupMAPNoop, false)
 		ratio("webhook/floor pods/s", " (goal >= 0.95x)", setupHyperbatch, setupFloor, false)
 		ratio("webhook/floor create p99", " (goal <= 1.20x)", setupHyperbatch, setupFloor, true)
+		ratio("webhook/floor-patch pods/s", "", setupHyperbatch, setupFloorPatch, false)
+		ratio("webhook/floor-patch create p99", "", setupHyperbatch, setupFloorPatch, true)
+		ratio("floor-patch/floor pods/s", "", setupFloorPatch, setupFloor, false)
 		ratio("policy/webhook pods/s", "", setupPolicy, setupHyperbatch, false)
 		ratio("map-noop/none pods/s", "", setupMAPNoop, setupNone, false)
 		ratio("map-noop-ac/none pods/s", "", setupMAPNoopAC, setupNone, false)
