@@ -66,7 +66,7 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, map[string]string{KeyPodQueue: "own", KeyPodDefaultedBy + "1": "namespace:solo/queue",
 		// combination 1 on the first line, the 14 others empty
 		KeyPodDefaultedByList: "namespace:solo/queue" + strings.Repeat("\n", 14),
-		KeyPodWarning + "1": "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)"}, data)
+		KeyPodWarning + "1":   "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)"}, data)
 
 	// An invalid policy's allowed queues apply (fail closed), with its message.
 	bad := builders.MakePolicy("bad").Weight(100).InvalidSelector().AllowedQueues("x").Obj()
