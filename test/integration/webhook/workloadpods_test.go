@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -59,23 +57,9 @@ func TestWorkloadPodsCostNoPodWebhookCall(t *testing.T) {
 	assert.Equal(t, float64(1), podCreateCalls(t, "Pod")-podCalls, "a bare Pod makes one Pod webhook call")
 }
 
-// podCreateCalls sums hyperbatch_webhook_admission_requests_total over every webhook and result
-// for CREATEs of kind (Pod: the Pod webhooks; JobSetPod: the PodGroup gate).
+// podCreateCalls counts hyperbatch's webhook calls for CREATEs of kind (Pod: the Pod webhooks;
+// JobSetPod: the PodGroup gate).
 func podCreateCalls(t *testing.T, kind string) float64 {
 	t.Helper()
-	fams, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	var sum float64
-	for _, f := range fams {
-		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := labels(m)
-			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation=CREATE,") {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return admissionRequests(t, kind, "CREATE", "")
 }
