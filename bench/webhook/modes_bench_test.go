@@ -3,14 +3,21 @@ package webhook_test
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
@@ -19,16 +26,26 @@ import (
 )
 
 // BenchmarkAdmissionModes creates burstPods bare Pods in the governed bench namespace through
-// kube-apiserver under four admission set-ups, in the order policy, hyperbatch, floor, none, none,
-// floor, hyperbatch, policy (each set-up twice, mirrored):
+// kube-apiserver under eight admission set-ups, each twice, in a mirrored order (ABBA): policy,
+// webhook, floor-patch, floor, map-noop, map-noop-ac, vap-noop, none, then the same backwards:
 //   - policy: hyperbatch's admission policies (--admission=policy), the webhooks' Pod entries gone;
-//   - hyperbatch: hyperbatch's webhooks (--admission=webhook);
+//   - webhook: hyperbatch's webhooks (--admission=webhook);
+//   - floor-patch: one mutating webhook answering with a one-operation patch (an annotation): the
+//     least a webhook that changes the Pod costs (the apiserver applies the patch, decodes the
+//     result and runs its mutating admission once more);
 //   - floor: one no-op mutating webhook;
+//   - map-noop: one MutatingAdmissionPolicy (and binding) matching the same Pods whose mutation, a
+//     JSON patch as hyperbatch's, changes nothing: the least such a MAP costs;
+//   - map-noop-ac: the same with an apply configuration (an empty annotations map);
+//   - vap-noop: one ValidatingAdmissionPolicy (and Deny binding) matching the same Pods whose
+//     validation always holds for them;
 //   - none: no admission at all.
 //
 // It reports each set-up's pods/s, the p99 of one creation's latency, and the apiserver's CPU time
 // per Pod (utime+stime of the kube-apiserver process over the round, from /proc), and writes them
-// to bench/results/admission.txt.
+// to bench/results/admission.txt. HYPERBATCH_BENCH_SETUPS (e.g. "policy,map-noop") runs only those
+// set-ups (ABBA still) and writes no results; HYPERBATCH_BENCH_PPROF=DIR saves a 10 s CPU profile of
+// kube-apiserver (its /debug/pprof) taken during each round as DIR/<round>-<setup>.pprof.
 func BenchmarkAdmissionModes(b *testing.B) {
 	c, mwc, vwc := burstClient(b)
 	apiserver, err := childProcess("kube-apiserver")
@@ -38,9 +55,23 @@ func BenchmarkAdmissionModes(b *testing.B) {
 	setups := map[burstSetup][]client.Object{
 		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
+		setupFloorPatch: {floorPatchConfiguration(mwc.Webhooks[0].ClientConfig)},
 		setupPolicy:     admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
+		setupMAPNoop:    noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
+		setupMAPNoopAC:  noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
+		setupVAPNoop:    noopValidatingPolicy(),
 	}
-	order := []burstSetup{setupPolicy, setupHyperbatch, setupFloor, setupNone, setupNone, setupFloor, setupHyperbatch, setupPolicy}
+	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
+	half, partial := all, false
+	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
+		half, partial = nil, true
+		for _, s := range strings.Split(only, ",") {
+			half = append(half, burstSetup(s))
+		}
+	}
+	order := append(slices.Clone(half), half...)
+	slices.Reverse(order[len(half):])
+	profiles := os.Getenv("HYPERBATCH_BENCH_PPROF")
 	type round struct {
 		burstResult
 		cpuPerPod time.Duration
@@ -50,6 +81,11 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		rounds := map[burstSetup][]round{}
 		for i, setup := range order {
 			useSetup(b, c, setups, setup, fmt.Sprintf("modes-%d-%d", iter, i))
+			var profiled chan error
+			if profiles != "" {
+				profiled = make(chan error, 1)
+				go func() { profiled <- saveProfile(filepath.Join(profiles, fmt.Sprintf("%d-%s.pprof", i, setup))) }()
+			}
 			cpu0, err := cpuTime(apiserver)
 			if err != nil {
 				b.Fatal(err)
@@ -58,6 +94,11 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			cpu1, err := cpuTime(apiserver)
 			if err != nil {
 				b.Fatal(err)
+			}
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					b.Fatal(err)
+				}
 			}
 			rounds[setup] = append(rounds[setup], round{burstResult: r, cpuPerPod: (cpu1 - cpu0) / burstPods})
 		}
@@ -71,35 +112,148 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			}
 			return out
 		}
-		pol, hb, fl, none := avg(setupPolicy), avg(setupHyperbatch), avg(setupFloor), avg(setupNone)
-		b.ReportMetric(pol.rps/none.rps, "policy/none")
-		b.ReportMetric(hb.rps/fl.rps, "webhook/floor")
-		b.ReportMetric(float64(hb.p99)/float64(fl.p99), "webhook-p99/floor-p99")
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionModes, GOMAXPROCS=%d, %s, %d bare Pods per round in a governed namespace from %d workers, rounds in the order %s (each set-up's figures are the mean of its two rounds)\n",
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
-		fmt.Fprintf(&sb, "# make build && flock /tmp/hyperbatch-bench.lock env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 30m\n")
+		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 40m\n")
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []struct {
-			name string
-			r    round
-		}{{"none", none}, {"floor", fl}, {"webhook", hb}, {"policy", pol}} {
-			fmt.Fprintf(&sb, "%-8s %6.0f pods/s  create p99 %7.2f ms  apiserver CPU %6.0f µs/pod\n", s.name, s.r.rps, ms(s.r.p99), float64(s.r.cpuPerPod)/float64(time.Microsecond))
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicy} {
+			if _, ok := rounds[s]; !ok {
+				continue
+			}
+			r := avg(s)
+			fmt.Fprintf(&sb, "%-10s %6.0f pods/s  create p99 %7.2f ms  apiserver CPU %6.0f µs/pod\n", s, r.rps, ms(r.p99), float64(r.cpuPerPod)/float64(time.Microsecond))
 		}
-		fmt.Fprintf(&sb, "policy/none pods/s %.2fx (goal >= 0.95x); webhook/floor pods/s %.2fx (goal >= 0.95x); webhook/floor create p99 %.2fx (goal <= 1.20x); floor/none %.2fx\n",
-			pol.rps/none.rps, hb.rps/fl.rps, float64(hb.p99)/float64(fl.p99), fl.rps/none.rps)
-		for _, s := range order[:4] {
+		ratio := func(name, goal string, a, base burstSetup, p99 bool) {
+			ra, okA := rounds[a]
+			rb, okB := rounds[base]
+			if !okA || !okB || len(ra) == 0 || len(rb) == 0 {
+				return
+			}
+			x := avg(a).rps / avg(base).rps
+			if p99 {
+				x = float64(avg(a).p99) / float64(avg(base).p99)
+			}
+			b.ReportMetric(x, strings.ReplaceAll(name, " ", "-"))
+			fmt.Fprintf(&sb, "%-28s %.2fx%s\n", name, x, goal)
+		}
+		ratio("policy/none pods/s", " (goal >= 0.95x)", setupPolicy, setupNone, false)
+		ratio("policy/map-noop pods/s", "", setupPolicy, setupMAPNoop, false)
+		ratio("webhook/floor pods/s", " (goal >= 0.95x)", setupHyperbatch, setupFloor, false)
+		ratio("webhook/floor create p99", " (goal <= 1.20x)", setupHyperbatch, setupFloor, true)
+		ratio("webhook/floor-patch pods/s", "", setupHyperbatch, setupFloorPatch, false)
+		ratio("webhook/floor-patch create p99", "", setupHyperbatch, setupFloorPatch, true)
+		ratio("floor-patch/floor pods/s", "", setupFloorPatch, setupFloor, false)
+		ratio("policy/webhook pods/s", "", setupPolicy, setupHyperbatch, false)
+		ratio("map-noop/none pods/s", "", setupMAPNoop, setupNone, false)
+		ratio("map-noop-ac/none pods/s", "", setupMAPNoopAC, setupNone, false)
+		ratio("vap-noop/none pods/s", "", setupVAPNoop, setupNone, false)
+		ratio("floor/none pods/s", "", setupFloor, setupNone, false)
+		for _, s := range half {
 			var parts []string
 			for _, r := range rounds[s] {
-				parts = append(parts, fmt.Sprintf("%.0f pods/s p99 %.1f ms", r.rps, ms(r.p99)))
+				parts = append(parts, fmt.Sprintf("%.0f pods/s p99 %.1f ms %.0f µs/pod", r.rps, ms(r.p99), float64(r.cpuPerPod)/float64(time.Microsecond)))
 			}
-			fmt.Fprintf(&sb, "rounds %-8s %s\n", s, strings.Join(parts, "; "))
+			fmt.Fprintf(&sb, "rounds %-10s %s\n", s, strings.Join(parts, "; "))
 		}
-		fmt.Fprintf(&sb, "# load average at end: %s; the machine is shared with other engineers' work\n", framework.LoadAverage())
+		fmt.Fprintf(&sb, "# load average at end: %s; run through bench-run (the benchmark's cpu cgroup has priority over the other work on the machine)\n", framework.LoadAverage())
 		fmt.Print(sb.String())
+		if partial {
+			continue
+		}
 		if err := framework.WriteResultSection("admission.txt", "modes", sb.String()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// saveProfile writes a 10 s CPU profile of the apiserver (its /debug/pprof/profile, served with
+// --profiling, the default) to path.
+func saveProfile(path string) error {
+	hc, err := rest.HTTPClientFor(w.Config)
+	if err != nil {
+		return err
+	}
+	hc.Timeout = time.Minute
+	resp, err := hc.Get(strings.TrimSuffix(w.Config.Host, "/") + "/debug/pprof/profile?seconds=10")
+	if err != nil {
+		return fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling kube-apiserver: HTTP %d", resp.StatusCode)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// noopProbeLabel marks useSetup's probe Pods; the no-op policies act on those alone, so a probe
+// shows the apiserver has loaded them while every burst Pod passes unchanged.
+const noopProbeLabel = "bench.hyperbatch.dev/probe"
+
+// noopMatch is what the no-op policies' bindings match: the bench namespace's Pod CREATEs (as the
+// floor webhook's entry).
+func noopMatch() (*admissionregistrationv1.MatchResources, *admissionregistrationv1.MatchResources) {
+	scope := admissionregistrationv1.NamespacedScope
+	constraints := &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: &scope}}}}}
+	binding := &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: benchNS}}}
+	return constraints, binding
+}
+
+// noopMutatingPolicy is a MutatingAdmissionPolicy that annotates probe Pods only: every other Pod
+// passes unchanged, but the apiserver still evaluates the mutation and applies its result. The
+// map-noop set-up's is a JSON patch (an empty list for a burst Pod: the apiserver still encodes the
+// Pod to JSON, applies the patch and decodes the result), map-noop-ac's an apply configuration (an
+// empty annotations map: still merged over the whole Pod with structured-merge-diff).
+func noopMutatingPolicy(patchType admissionregistrationv1.PatchType) []client.Object {
+	constraints, binding := noopMatch()
+	fp := admissionregistrationv1.Fail
+	probe := "'" + noopProbeLabel + "' in object.metadata.?labels.orValue({})"
+	m := admissionregistrationv1.Mutation{PatchType: patchType}
+	name := "bench-noop-map"
+	if patchType == admissionregistrationv1.PatchTypeJSONPatch {
+		m.JSONPatch = &admissionregistrationv1.JSONPatch{Expression: probe + " ? [JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" +
+			noopProbeLabel + "': 'map'}}] : []"}
+	} else {
+		name += "-ac"
+		m.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {?'" + noopProbeLabel + "': " +
+			probe + " ? optional.of('map') : optional.none()}}}"}
+	}
+	return []client.Object{
+		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
+				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{m}}},
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding}},
+	}
+}
+
+// noopValidatingPolicy is the vap-noop set-up: a ValidatingAdmissionPolicy (Deny) that holds for
+// every Pod but probe Pods with the label's value "deny".
+func noopValidatingPolicy() []client.Object {
+	constraints, binding := noopMatch()
+	fp := admissionregistrationv1.Fail
+	name := "bench-noop-vap"
+	return []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
+				Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.?labels.orValue({})[?'" + noopProbeLabel + "'].orValue('') != 'deny'",
+					Message: "bench probe"}}}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
 	}
 }
 

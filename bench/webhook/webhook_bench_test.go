@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,7 +53,11 @@ const (
 	requests    = 20000 // per latency benchmark
 	burstPods   = 10000
 	noopPath    = "/bench-noop"
-	benchNS     = "bench"
+	// onePatchPath is a webhook that answers every Pod with a one-operation patch (the annotation
+	// floorPatchAnnotation): the least a webhook that changes the Pod costs the apiserver.
+	onePatchPath         = "/bench-one-patch"
+	floorPatchAnnotation = "bench.hyperbatch.dev/floor-patch"
+	benchNS              = "bench"
 )
 
 var (
@@ -91,6 +96,13 @@ func TestMain(m *testing.M) {
 				func(context.Context, admission.Request) admission.Response {
 					noopCalls.Add(1)
 					return admission.Allowed("")
+				})))
+			mgr.GetWebhookServer().Register(onePatchPath, hbwebhook.NewAdmissionWebhook(admission.HandlerFunc(
+				func(context.Context, admission.Request) admission.Response {
+					noopCalls.Add(1)
+					// The bench's Pods have no annotations: the patch adds the map.
+					return admission.Patched("", jsonpatch.Operation{Operation: "add", Path: "/metadata/annotations",
+						Value: map[string]any{floorPatchAnnotation: "1"}})
 				})))
 			// The admission policies' params of the bench namespace (BenchmarkAdmissionModes).
 			return admissionparams.NewReconciler(mgr, hbwebhook.DefaultNamespace).SetupWithManager(mgr)
@@ -402,7 +414,17 @@ const (
 	setupNone       burstSetup = "none"
 	// setupPolicy: hyperbatch's admission policies (policy mode), no webhook for Pods.
 	setupPolicy burstSetup = "policy"
+	// setupMAPNoop: one MutatingAdmissionPolicy that changes no burst Pod; setupVAPNoop: one
+	// ValidatingAdmissionPolicy that refuses no burst Pod (BenchmarkAdmissionModes).
+	// setupFloorPatch: one mutating webhook that answers with a one-operation patch.
+	setupFloorPatch burstSetup = "floor-patch"
+	setupMAPNoop    burstSetup = "map-noop"
+	setupMAPNoopAC  burstSetup = "map-noop-ac"
+	setupVAPNoop    burstSetup = "vap-noop"
 )
+
+// callsWebhook reports whether setup sends every Pod to one of the bench's own webhooks.
+func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
 
 // defaults reports whether Pods are defaulted under setup.
 func (s burstSetup) defaults() bool { return s == setupHyperbatch || s == setupPolicy }
@@ -417,12 +439,22 @@ type burstResult struct {
 // to the no-op webhook, served by the same server as hyperbatch's handlers (cc is theirs with the
 // path replaced).
 func floorConfiguration(cc admissionregistrationv1.WebhookClientConfig) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return benchWebhookConfiguration(cc, "bench-floor", noopPath)
+}
+
+// floorPatchConfiguration is the floor-patch set-up's one mutating entry: the same, to the webhook
+// that answers with a one-operation patch.
+func floorPatchConfiguration(cc admissionregistrationv1.WebhookClientConfig) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return benchWebhookConfiguration(cc, "bench-floor-patch", onePatchPath)
+}
+
+func benchWebhookConfiguration(cc admissionregistrationv1.WebhookClientConfig, name, path string) *admissionregistrationv1.MutatingWebhookConfiguration {
 	cc = *cc.DeepCopy()
-	u := w.URL + noopPath
+	u := w.URL + path
 	cc.URL, cc.Service = &u, nil
 	fail, none := admissionregistrationv1.Fail, admissionregistrationv1.SideEffectClassNone
-	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-floor"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "noop.bench.hyperbatch.dev", ClientConfig: cc,
+	return &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: strings.TrimPrefix(name, "bench-") + ".bench.hyperbatch.dev", ClientConfig: cc,
 			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: benchNS}},
@@ -471,14 +503,14 @@ func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) burst
 				firstErr.CompareAndSwap(nil, err.Error())
 				return
 			}
-			if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks {
+			if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks || (p.Annotations[floorPatchAnnotation] == "1") != (setup == setupFloorPatch) {
 				wrong.Add(1)
 			}
 		}
 	})
 	rps := burstPods / elapsed.Seconds()
 	wantCalls := int64(0)
-	if setup == setupFloor {
+	if setup.callsWebhook() {
 		wantCalls = burstPods
 	}
 	if calls := noopCalls.Load() - calls0; calls != wantCalls {
@@ -521,13 +553,18 @@ func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Obje
 		n++
 		p := pod()
 		p.Name = fmt.Sprintf("probe-%s-%d", tag, n)
+		// The no-op VAP refuses this probe and the no-op MAP annotates it (noopProbeLabel).
+		p.Labels = map[string]string{noopProbeLabel: "deny"}
 		calls0 := noopCalls.Load()
 		if err := c.Create(ctx, p); err != nil {
-			return false, nil //nolint:nilerr // a webhook configuration the apiserver is still loading may refuse the probe: poll again
+			// Refused by the no-op VAP: the set-up is loaded exactly when it is vap-noop's. Any other
+			// error (a configuration the apiserver is still loading) polls again.
+			return setup == setupVAPNoop && strings.Contains(err.Error(), "bench probe"), nil
 		}
 		called := noopCalls.Load() > calls0
 		_ = c.Delete(ctx, p)
-		return (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() && called == (setup == setupFloor), nil
+		return setup != setupVAPNoop && (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() &&
+			called == setup.callsWebhook() && (p.Annotations[floorPatchAnnotation] == "1") == (setup == setupFloorPatch) && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop || setup == setupMAPNoopAC), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the webhook configurations of set-up %s: %v", setup, err)

@@ -2,6 +2,7 @@ package admissionpolicy
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,7 +64,9 @@ func TestParams(t *testing.T) {
 	data, err = Params(defaults.Namespace{Name: "solo", Annotations: map[string]string{defaults.QueueNameAnnotation: "own"}}, pols, classes())
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{KeyPodQueue: "own", KeyPodDefaultedBy + "1": "namespace:solo/queue",
-		KeyPodWarning + "1": "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)"}, data)
+		// combination 1 on the first line, the 14 others empty
+		KeyPodDefaultedByList: "namespace:solo/queue" + strings.Repeat("\n", 14),
+		KeyPodWarning + "1":   "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)"}, data)
 
 	// An invalid policy's allowed queues apply (fail closed), with its message.
 	bad := builders.MakePolicy("bad").Weight(100).InvalidSelector().AllowedQueues("x").Obj()

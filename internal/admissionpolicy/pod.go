@@ -88,22 +88,31 @@ var defaultedByFieldOrder = []string{defaults.FieldQueue, defaults.FieldPriority
 	defaults.FieldClusterNames, defaults.FieldReplicaScheduling, defaults.FieldSpreadConstraints, defaults.FieldPropagateDeps,
 	defaults.FieldGroupName}
 
-// podCreateApply is the CREATE mutation: the unset fields get the namespace's values and the
-// defaulted-by annotation its merged value.
-func podCreateApply() string {
+// podCreatePatch is the CREATE mutation, a JSON patch: the unset fields get the namespace's values
+// and the defaulted-by annotation its merged value. An "add" of a member that exists replaces it
+// (RFC 6902), as the webhook's patch does; the annotations map is added first when the Pod has none.
+func podCreatePatch() string {
 	pd := "params.data"
-	opt := func(cond, val string) string { return fmt.Sprintf("%s ? optional.of(%s) : optional.none()", cond, val) }
-	return "Object{metadata: Object.metadata{annotations: {" +
-		fmt.Sprintf("?%s: %s, ", cel(defaults.QueueNameAnnotation), opt("variables.newQueueFill", pd+"["+cel(KeyPodQueue)+"]")) +
-		fmt.Sprintf("?%s: %s, ", cel(defaults.NetworkTopologyModeAnnotation), opt("variables.newTopologyFill", pd+"["+cel(KeyPodTopologyMode)+"]")) +
-		fmt.Sprintf("?%s: %s, ", cel(defaults.NetworkTopologyHighestTierAnnotation), opt("variables.newTopologyFill && "+cel(KeyPodTopologyTier)+" in "+pd, pd+"["+cel(KeyPodTopologyTier)+"]")) +
-		fmt.Sprintf("?%s: %s", cel(hbv1.DefaultedByAnnotation), opt("variables.newBits != 0", podDefaultedByMerge())) +
-		"}}, spec: Object.spec{" +
-		fmt.Sprintf("?priorityClassName: %s, ", opt("variables.newPriorityFill", pd+"["+cel(KeyPodPriorityClassName)+"]")) +
-		fmt.Sprintf("?priority: %s, ", opt("variables.newPriorityFill && "+cel(KeyPodPriority)+" in "+pd, "int("+pd+"["+cel(KeyPodPriority)+"])")) +
-		fmt.Sprintf("?preemptionPolicy: %s, ", opt("variables.newPriorityFill && "+cel(KeyPodPreemptionPolicy)+" in "+pd, pd+"["+cel(KeyPodPreemptionPolicy)+"]")) +
-		fmt.Sprintf("?schedulerName: %s", opt("variables.newSchedulerFill", pd+"["+cel(KeyPodSchedulerName)+"]")) +
-		"}}"
+	op := func(cond, path, val string) string {
+		return fmt.Sprintf("(%s ? [JSONPatch{op: 'add', path: %s, value: %s}] : [])", cond, cel(path), val)
+	}
+	ann := func(key string) string { return "/metadata/annotations/" + jsonPointerEscape(key) }
+	return strings.Join([]string{
+		op("variables.newBits != 0 && !has(object.metadata.annotations)", "/metadata/annotations", "{}"),
+		op("variables.newQueueFill", ann(defaults.QueueNameAnnotation), pd+"["+cel(KeyPodQueue)+"]"),
+		op("variables.newTopologyFill", ann(defaults.NetworkTopologyModeAnnotation), pd+"["+cel(KeyPodTopologyMode)+"]"),
+		op("variables.newTopologyFill && "+cel(KeyPodTopologyTier)+" in "+pd, ann(defaults.NetworkTopologyHighestTierAnnotation), pd+"["+cel(KeyPodTopologyTier)+"]"),
+		op("variables.newBits != 0", ann(hbv1.DefaultedByAnnotation), podDefaultedByMerge()),
+		op("variables.newPriorityFill", "/spec/priorityClassName", pd+"["+cel(KeyPodPriorityClassName)+"]"),
+		op("variables.newPriorityFill && "+cel(KeyPodPriority)+" in "+pd, "/spec/priority", "int("+pd+"["+cel(KeyPodPriority)+"])"),
+		op("variables.newPriorityFill && "+cel(KeyPodPreemptionPolicy)+" in "+pd, "/spec/preemptionPolicy", pd+"["+cel(KeyPodPreemptionPolicy)+"]"),
+		op("variables.newSchedulerFill", "/spec/schedulerName", pd+"["+cel(KeyPodSchedulerName)+"]"),
+	}, " + ")
+}
+
+// jsonPointerEscape escapes a JSON pointer reference token (RFC 6901).
+func jsonPointerEscape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 
 // podUpdateApply is the UPDATE carry-over (defaults.CarryOverDropped): a field the engine would
@@ -151,15 +160,17 @@ func podCheckVariables() []variable {
 		{"ann", "object.metadata.?annotations.orValue({})"},
 		{"oldAnn", "oldObject != null ? oldObject.metadata.?annotations.orValue({}) : {}"},
 		{"update", "request.operation == 'UPDATE'"},
+		// A terminating Pod's UPDATE (finalizer removal and the like) always passes, as in the webhook.
+		{"deleting", "variables.update && has(object.metadata.deletionTimestamp)"},
 		{"q", "variables.ann[?" + qk + "].orValue('')"},
 		{"hadQ", "variables.update && " + qk + " in variables.oldAnn"},
 		{"oldQ", "variables.oldAnn[?" + qk + "].orValue('')"},
 		{"qn", norm("variables.q")},
 		{"unchanged", "variables.hadQ && variables.q == variables.oldQ"},
-		{"misspelled", "!variables.unchanged && variables.qn != '' && variables.qn != variables.q"},
+		{"misspelled", "!variables.deleting && !variables.unchanged && variables.qn != '' && variables.qn != variables.q"},
 		{"grouped", "variables.ann[?" + gk + "].orValue('').trim() != ''"},
 		{"judged", "variables.hadQ && variables.oldAnn[?" + gk + "].orValue('').trim() == ''"},
-		{"checkAllowed", "!variables.misspelled && variables.qn != '' && !variables.grouped && " +
+		{"checkAllowed", "!variables.deleting && !variables.misspelled && variables.qn != '' && !variables.grouped && " +
 			"!(variables.judged && (variables.q == variables.oldQ || variables.qn == " + norm("variables.oldQ") + "))"},
 		{"refusing", "variables.checkAllowed && " + cel(KeyQueueRules) + " in params.data ? " +
 			"params.data[" + cel(KeyQueueRules) + "].split('\\n\\n').map(r, r.split('\\n')).filter(r, !(variables.qn in r)) : []"},
@@ -170,26 +181,36 @@ func podQueuePath() string {
 	return "metadata.annotations[" + defaults.QueueNameAnnotation + "]"
 }
 
+// The checks' conditions: each holds when the Pod passes it.
+const (
+	podCheckSpelling = "!variables.misspelled"
+	podCheckAllowed  = "size(variables.refusing) == 0"
+)
+
+func podCheckPriorityClass() string {
+	return "variables.update || !(" + cel(KeyPodPriorityClassDenial) + " in params.data) || " +
+		"object.spec.?priorityClassName.orValue('') != params.data[" + cel(KeyPodPriorityClassName) + "]"
+}
+
 func podChecks() []validation {
 	return []validation{
 		{
-			expression: "!variables.misspelled",
+			expression: podCheckSpelling,
 			message: cel(podQueuePath()+`: Invalid value: "`) + ` + variables.q + ` +
 				cel(fmt.Sprintf(`": a queue name has no spaces around it or after %q: Volcano looks the queue up by its exact name; write "`, defaults.NamespaceQueuePrefix)) +
 				` + variables.qn + '"'`,
 			reason: "Invalid",
 		},
 		{
-			expression: "size(variables.refusing) == 0",
+			expression: podCheckAllowed,
 			message:    cel(podQueuePath()+`: Forbidden: queue "`) + ` + variables.qn + '"' + variables.refusing[0][0]`,
 			// Invalid (422), as the webhook's refusal: its cause is the Forbidden field error.
 			reason: "Invalid",
 		},
 		{
-			expression: "variables.update || !(" + cel(KeyPodPriorityClassDenial) + " in params.data) || " +
-				"object.spec.?priorityClassName.orValue('') != params.data[" + cel(KeyPodPriorityClassName) + "]",
-			message: "params.data[" + cel(KeyPodPriorityClassDenial) + "]",
-			reason:  "Invalid",
+			expression: podCheckPriorityClass(),
+			message:    "params.data[" + cel(KeyPodPriorityClassDenial) + "]",
+			reason:     "Invalid",
 		},
 	}
 }
@@ -198,13 +219,15 @@ func podChecks() []validation {
 // something to say. The defaulted warning is found by the defaulted-by value the mutation wrote
 // (the stored object says what was filled); the topology skip by the same test the mutation made.
 func podWarningVariables() []variable {
-	masks := make([]string, 0, podAllBits)
-	for m := 1; m <= podAllBits; m++ {
-		masks = append(masks, fmt.Sprint(m))
-	}
-	return append(podPredicates("object", "new"),
-		variable{"filled", "[" + strings.Join(masks, ", ") + "].filter(m, " + cel(KeyPodDefaultedBy) + " + string(m) in params.data && " +
-			"params.data[" + cel(KeyPodDefaultedBy) + " + string(m)] == variables.newAnn[?" + cel(hbv1.DefaultedByAnnotation) + "].orValue(''))"},
+	vars := append(podPredicates("object", "new"), podCheckVariables()...)
+	return append(vars,
+		// refused: the checks policy refuses the Pod. The webhook gives no "defaulted" or skip
+		// warning with a refusal (it would read as if the Pod had been created), so neither does
+		// this policy.
+		variable{"refused", fmt.Sprintf("!(%s) || !(%s) || !(%s)", podCheckSpelling, podCheckAllowed, podCheckPriorityClass())},
+		// filled: the fill combination whose defaulted-by value the Pod carries (0: none).
+		variable{"filled", "variables.newAnn[?" + cel(hbv1.DefaultedByAnnotation) + "].orValue('') == '' ? 0 : " +
+			"params.data[?" + cel(KeyPodDefaultedByList) + "].orValue('').split('\\n').indexOf(variables.newAnn[" + cel(hbv1.DefaultedByAnnotation) + "]) + 1"},
 		variable{"pin", "object.spec.?nodeName.orValue('') != '' ? 'spec.nodeName \"' + object.spec.nodeName + '\"' : " +
 			"object.spec.?nodeSelector.orValue({})[?" + cel(corev1.LabelHostname) + "].orValue('') != '' ? " +
 			cel("spec.nodeSelector["+corev1.LabelHostname+`] "`) + " + object.spec.nodeSelector[" + cel(corev1.LabelHostname) + "] + '\"' : " +
@@ -220,11 +243,11 @@ func podWarningVariables() []variable {
 func podWarnings() []validation {
 	return []validation{
 		{
-			expression: "size(variables.filled) == 0",
-			message:    "params.data[" + cel(KeyPodWarning) + " + string(variables.filled[0])]",
+			expression: "variables.filled == 0 || variables.refused",
+			message:    "params.data[" + cel(KeyPodWarning) + " + string(variables.filled)]",
 		},
 		{
-			expression: "!(variables.newTopologyOpen && variables.newPinned && " + cel(KeyPodTopologySkip) + " in params.data)",
+			expression: "!(variables.newTopologyOpen && variables.newPinned && " + cel(KeyPodTopologySkip) + " in params.data) || variables.refused",
 			message:    "params.data[" + cel(KeyPodTopologySkip) + "] + variables.pin",
 		},
 	}

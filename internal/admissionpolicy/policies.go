@@ -21,7 +21,8 @@ type validation struct{ expression, message, reason string }
 // Program is what the policies of one kind are made of.
 type Program struct {
 	Kind defaults.Kind
-	// createVars/updateVars are the mutations' variables; create/update their apply configurations.
+	// createVars/updateVars are the mutations' variables; create is the CREATE mutation's JSON
+	// patch, update the UPDATE mutation's apply configuration.
 	createVars, updateVars []variable
 	create, update         string
 	checkVars, warnVars    []variable
@@ -40,7 +41,7 @@ func Programs() []Program {
 			Kind:       spec.Kind,
 			createVars: podPredicates("object", "new"),
 			updateVars: append(podPredicates("object", "new"), podPredicates("oldObject", "old")...),
-			create:     podCreateApply(),
+			create:     podCreatePatch(),
 			update:     podUpdateApply(),
 			checkVars:  podCheckVariables(),
 			checks:     podChecks(),
@@ -125,17 +126,20 @@ func Objects(o Options) []client.Object {
 		paramKind := &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 		allow := admissionregistrationv1.AllowAction
 		paramRef := &admissionregistrationv1.ParamRef{Name: ParamsName, ParameterNotFoundAction: &allow}
-		notDeleting := []admissionregistrationv1.MatchCondition{{Name: "not-deleting", Expression: "!has(object.metadata.deletionTimestamp)"}}
 
-		mutating := func(name string, vars []variable, apply string, op admissionregistrationv1.OperationType) {
+		// The carry-over leaves a terminating Pod alone, as the webhook does on UPDATE. CREATE has no
+		// such test (the webhook has none either), and no match condition at all: the apiserver
+		// builds a CEL activation of its own for a policy's match conditions, converting the params
+		// again (docs/webhooks.md, "Cost").
+		notDeleting := []admissionregistrationv1.MatchCondition{{Name: "not-deleting", Expression: "!has(object.metadata.deletionTimestamp)"}}
+		mutating := func(name string, vars []variable, m admissionregistrationv1.Mutation, conds []admissionregistrationv1.MatchCondition, op admissionregistrationv1.OperationType) {
 			pols = append(pols, &admissionregistrationv1.MutatingAdmissionPolicy{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicy"},
 				ObjectMeta: o.meta(name),
 				Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 					ParamKind: paramKind, MatchConstraints: match(op), Variables: toVariables(vars),
-					Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
-						ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: apply}}},
-					FailurePolicy: &fp, MatchConditions: notDeleting, ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+					Mutations:     []admissionregistrationv1.Mutation{m},
+					FailurePolicy: &fp, MatchConditions: conds, ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 				},
 			})
 			binds = append(binds, &admissionregistrationv1.MutatingAdmissionPolicyBinding{
@@ -144,8 +148,13 @@ func Objects(o Options) []client.Object {
 				Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, ParamRef: paramRef, MatchResources: bindMatch},
 			})
 		}
-		mutating(CreatePolicyName(p.Kind), p.createVars, p.create, admissionregistrationv1.Create)
-		mutating(UpdatePolicyName(p.Kind), p.updateVars, p.update, admissionregistrationv1.Update)
+		// CREATE: a JSON patch, which the apiserver applies to the Pod's JSON; an apply
+		// configuration would be merged with structured-merge-diff over the whole Pod, which
+		// costs the apiserver more (docs/webhooks.md, "Cost").
+		mutating(CreatePolicyName(p.Kind), p.createVars, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+			JSONPatch: &admissionregistrationv1.JSONPatch{Expression: p.create}}, nil, admissionregistrationv1.Create)
+		mutating(UpdatePolicyName(p.Kind), p.updateVars, admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeApplyConfiguration,
+			ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: p.update}}, notDeleting, admissionregistrationv1.Update)
 
 		validating := func(name string, vars []variable, checks []validation, action admissionregistrationv1.ValidationAction, ops ...admissionregistrationv1.OperationType) {
 			pols = append(pols, &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -153,7 +162,7 @@ func Objects(o Options) []client.Object {
 				ObjectMeta: o.meta(name),
 				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 					ParamKind: paramKind, MatchConstraints: match(ops...), Variables: toVariables(vars),
-					Validations: toValidations(checks), FailurePolicy: &fp, MatchConditions: notDeleting,
+					Validations: toValidations(checks), FailurePolicy: &fp,
 				},
 			})
 			binds = append(binds, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{

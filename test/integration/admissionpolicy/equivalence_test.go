@@ -145,6 +145,11 @@ func result(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod
 func equivalent(t *testing.T, what string, in *corev1.Pod, wh, pol outcome) {
 	t.Helper()
 	if wh.err != "" || pol.err != "" {
+		// A refused Pod gets no warning the webhook does not give: in particular no "defaulted"
+		// warning, which would read as if the Pod had been created.
+		for _, w := range pol.warnings {
+			assert.Contains(t, wh.warnings, stripPolicyWarning(w), "%s: a warning with the refusal the webhook did not give (refused: %s)", what, pol.err)
+		}
 		if assert.NotEmpty(t, wh.err, "%s: refused only in policy mode: %s", what, pol.err) &&
 			assert.NotEmpty(t, pol.err, "%s: refused only in webhook mode: %s", what, wh.err) {
 			if strings.Contains(wh.err, `admission webhook "pod.mutate.hyperbatch.dev" denied`) && !strings.Contains(pol.err, "ValidatingAdmissionPolicy") {

@@ -1,6 +1,7 @@
 package admissionpolicy
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,5 +46,12 @@ func TestParamsGuard(t *testing.T) {
 	var ns corev1.Namespace
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: p.policy}, &ns))
 	require.NoError(t, env.Client.Delete(ctx, &ns))
-	require.NoError(t, tenant.Delete(ctx, &cm), "deleting the params of a terminating namespace (the namespace controller does)")
+	// The guard reads the namespace from the apiserver's informer, which sees the deletion moments
+	// later: until then the guard refuses, as for a live namespace.
+	var lastErr error
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		lastErr = tenant.Delete(ctx, &cm)
+		return lastErr == nil, nil
+	})
+	require.NoError(t, lastErr, "deleting the params of a terminating namespace (the namespace controller does)")
 }

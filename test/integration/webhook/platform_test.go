@@ -97,6 +97,13 @@ func TestWorkloadPolicyInvalidSelectorRefused(t *testing.T) {
 // UPDATEs and one webhook ("mutating", "validating", or "" for both).
 func podGroupUpdates(t *testing.T, webhook string) float64 {
 	t.Helper()
+	return admissionRequests(t, "PodGroup", "UPDATE", webhook)
+}
+
+// admissionRequests sums hyperbatch_webhook_admission_requests_total over every result for
+// operations on kind and one webhook ("mutating", "validating", or "" for both).
+func admissionRequests(t *testing.T, kind, operation, webhook string) float64 {
+	t.Helper()
 	fams, err := metrics.Registry.Gather()
 	require.NoError(t, err)
 	var sum float64
@@ -106,7 +113,7 @@ func podGroupUpdates(t *testing.T, webhook string) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			l := labels(m)
-			if strings.Contains(l, "kind=PodGroup,") && strings.Contains(l, "operation=UPDATE,") &&
+			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") &&
 				(webhook == "" || strings.HasSuffix(l, "webhook="+webhook)) {
 				sum += m.GetCounter().GetValue()
 			}

@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+// Pods a workload controller makes for a workload hyperbatch already admitted cost no call to the
+// Pod webhooks: the real JobSet controller and kube-controller-manager's Job controller create a
+// JobSet's pods in an opted-in, governed namespace, and hyperbatch_webhook_admission_requests_total
+// counts no Pod CREATE for them (the entries' objectSelector leaves out pods with the JobSet name
+// label, before any conversion). The PodGroup gate (jobset-pod.validate) still sees each of them;
+// it passes a JobSet that is not a gang (this one opts out: no controllers/podgroup runs here to
+// make its PodGroup). A bare Pod created afterwards is counted once, so the count is live.
+func TestWorkloadPodsCostNoPodWebhookCall(t *testing.T) {
+	ctx, cancel := framework.Context(2 * time.Minute)
+	defer cancel()
+	const ns = "workload-pods-a"
+	createNamespace(t, ns, map[string]string{"team": "a", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
+	framework.StartJobSetAndJobControllers(t, env)
+
+	podCalls, gateCalls := podCreateCalls(t, "Pod"), podCreateCalls(t, "JobSetPod")
+	js := jobSet(ns, "trainer")
+	js.Annotations = map[string]string{hbv1.GangAnnotation: hbv1.GangAnnotationOptOut}
+	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
+	js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](3)
+	require.NoError(t, env.Client.Create(ctx, js))
+	require.Equal(t, "team-a", js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[defaults.QueueNameAnnotation],
+		"hyperbatch's JobSet webhook defaulted the JobSet's pod template")
+	const want = 6 // 2 Jobs of 3 pods
+	var pods corev1.PodList
+	framework.Eventually(t, 90*time.Second, "the JobSet's Jobs to create their pods", func(ctx context.Context) (bool, error) {
+		err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name})
+		return err == nil && len(pods.Items) == want, err
+	})
+	for _, p := range pods.Items {
+		assert.Equal(t, "team-a", p.Annotations[defaults.QueueNameAnnotation], "pod %s has its template's queue", p.Name)
+	}
+	assert.Equal(t, float64(0), podCreateCalls(t, "Pod")-podCalls, "the JobSet's %d pods reached the Pod webhooks", want)
+	assert.Equal(t, float64(want), podCreateCalls(t, "JobSetPod")-gateCalls, "each of the JobSet's pods passes the PodGroup gate once")
+
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns}, Spec: podSpec()}
+	require.NoError(t, env.Client.Create(ctx, bare))
+	assert.Equal(t, float64(1), podCreateCalls(t, "Pod")-podCalls, "a bare Pod makes one Pod webhook call")
+}
+
+// podCreateCalls counts hyperbatch's webhook calls for CREATEs of kind (Pod: the Pod webhooks;
+// JobSetPod: the PodGroup gate).
+func podCreateCalls(t *testing.T, kind string) float64 {
+	t.Helper()
+	return admissionRequests(t, kind, "CREATE", "")
+}
