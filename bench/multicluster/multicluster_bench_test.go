@@ -176,6 +176,25 @@ func (tr *tracker) watch(ctx context.Context, b *testing.B, cfg *rest.Config, ns
 	}()
 }
 
+// progress counts the children that reached each milestone so far.
+func (tr *tracker) progress() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var created, scheduled, released, in, runs int
+	for _, c := range tr.children {
+		for _, m := range []struct {
+			t *time.Time
+			n *int
+		}{{&c.created, &created}, {&c.scheduled, &scheduled}, {&c.released, &released}, {&c.inMember, &in}, {&c.runs, &runs}} {
+			if !m.t.IsZero() {
+				*m.n++
+			}
+		}
+	}
+	return fmt.Sprintf("children on the plane %d, bindings scheduled %d, policies released %d, in a member %d, running %d (watches reopened %d)",
+		created, scheduled, released, in, runs, tr.rewatches)
+}
+
 // record notes the milestones an object shows at "at".
 func (tr *tracker) record(obj any, member string, at time.Time) {
 	tr.mu.Lock()
@@ -293,6 +312,10 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 		cpu0[p.Where+"/"+p.Process.Name] = p.Process.CPUSeconds()
 	}
 	self0 := cpuSelf()
+	metrics0, err := scrapeKarmada(ctx, plane.Cluster, plane.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
 	want := hyperJobs * children
 	b.ResetTimer()
 	t0 := time.Now()
@@ -310,6 +333,7 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 		}()
 	}
 	wg.Wait()
+	lastProgress := time.Now()
 	for {
 		tr.mu.Lock()
 		r := tr.running
@@ -318,7 +342,13 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 			break
 		}
 		if ctx.Err() != nil {
-			b.Fatalf("only %d of %d children ran in their members", r, want)
+			b.Fatalf("only %d of %d children ran in their members after %s: %s", r, want, time.Since(t0).Round(time.Second), tr.progress())
+		}
+		if time.Since(lastProgress) >= 30*time.Second {
+			// Progress on stderr while the case runs (b.Logf prints only at its end), so a case
+			// stopped early still tells how far each stage got.
+			fmt.Fprintf(os.Stderr, "multicluster bench: %s after %s: %s\n", ns, time.Since(t0).Round(time.Second), tr.progress())
+			lastProgress = time.Now()
 		}
 		time.Sleep(200 * time.Millisecond) // polling a counter this process's watches fill
 	}
@@ -332,6 +362,11 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	}
 	dn, ds := decisionStats()
 	report(b, ns, hyperJobs, children, total, tr, cpu, self, idle, dn-dn0, ds-ds0)
+	if metrics1, err := scrapeKarmada(ctx, plane.Cluster, plane.Config); err != nil {
+		b.Errorf("Karmada's metrics after the case: %v", err)
+	} else {
+		b.Logf("where Karmada's time went (its own metrics over the case):\n%s", strings.Join(karmadaReport(metrics0, metrics1, total), "\n"))
+	}
 	// Clean up before the next case: the namespace's deletion removes the HyperJobs, and Karmada
 	// the members' children.
 	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
