@@ -164,8 +164,11 @@ func karmadaReport(before, after karmadaScrapes, wall time.Duration) []string {
 		for _, v := range delta(b, a, "rest_client_requests_total", "") {
 			reqs += v
 		}
-		lines = append(lines, fmt.Sprintf("  %s client: %.0f requests (%.1f/s), waited on the client-side rate limiter %.1f s in all over %.0f waits",
-			who, reqs, reqs/wall.Seconds(), rl, rln))
+		limiter := fmt.Sprintf("waited on the client-side rate limiter %.1f s in all over %.0f waits", rl, rln)
+		if len(a.sumBy("rest_client_rate_limiter_duration_seconds_count", "")) == 0 {
+			limiter = "its client-side rate limiter's wait is not exported (no rest_client_rate_limiter_duration_seconds)"
+		}
+		lines = append(lines, fmt.Sprintf("  %s client: %.0f requests (%.1f/s); %s", who, reqs, reqs/wall.Seconds(), limiter))
 	}
 	queues("karmada-controller-manager", before.controllerManager, after.controllerManager)
 	queues("karmada-scheduler", before.scheduler, after.scheduler)
