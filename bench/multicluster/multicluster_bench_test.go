@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "multicluster bench: plane + 2 members joined in %s\n", fed.Joined.Round(100*time.Millisecond))
+	// Interrupted (Ctrl-C, timeout(1), a kill by PID): stop every process of the plane and the members
+	// first. They run in their own process groups and hold the bench lock's inherited descriptor, so
+	// leaving them would hold the lock for every other benchmark.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "multicluster bench: %v: stopping the plane and the members\n", s)
+		_ = fed.Stop()
+		_ = os.RemoveAll(dir)
+		os.Exit(2)
+	}()
 	code := m.Run()
 	if err := fed.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping: %v\n", err)
