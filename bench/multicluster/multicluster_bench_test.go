@@ -26,7 +26,9 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -384,11 +386,34 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	if metrics1, err := scrapeKarmada(ctx, plane.Cluster, plane.Config); err != nil {
 		b.Errorf("Karmada's metrics after the case: %v", err)
 	} else if scrapeErr == nil {
-		b.Logf("where Karmada's time went (its own metrics over the case):\n%s", strings.Join(karmadaReport(metrics0, metrics1, total), "\n"))
+		// On stderr: testing keeps only the first 10 lines of a benchmark's log.
+		fmt.Fprintf(os.Stderr, "multicluster bench: %s: where Karmada's time went (its own metrics over the case):\n%s\n", ns, strings.Join(karmadaReport(metrics0, metrics1, total), "\n"))
 	}
 	// Clean up before the next case: the namespace's deletion removes the HyperJobs, and Karmada
-	// the members' children.
-	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// the members' children. The next case starts only once the plane and the members are empty
+	// again, so it does not pay for this one's deletions.
+	cleaned := time.Now()
+	if err := plane.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatalf("deleting namespace %s: %v", ns, err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer ccancel()
+	err = wait.PollUntilContextCancel(cctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := plane.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return false, nil //nolint:nilerr // still there (or a transient error): poll again
+		}
+		for _, m := range fed.Members {
+			var jobs batchv1alpha1.JobList
+			if err := m.Client.List(ctx, &jobs, client.InNamespace(ns), client.Limit(1)); err != nil || len(jobs.Items) > 0 {
+				return false, nil //nolint:nilerr // children left (or a transient error): poll again
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("namespace %s and its children not gone from the plane and the members after 10 min: %v", ns, err)
+	}
+	fmt.Fprintf(os.Stderr, "multicluster bench: %s: plane and members empty again %s after the namespace's deletion\n", ns, time.Since(cleaned).Round(time.Second))
 }
 
 // report prints the table: per HyperJob, its critical path split into hyperbatch (plan, decision
