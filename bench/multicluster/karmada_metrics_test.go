@@ -190,5 +190,16 @@ func karmadaReport(before, after karmadaScrapes, wall time.Duration) []string {
 	apfn := delta(before.apiserver, after.apiserver, "apiserver_flowcontrol_request_wait_duration_seconds_count", "")[""]
 	lines = append(lines, fmt.Sprintf("  Karmada apiserver: %.0f requests (%.1f/s: %s); priority-and-fairness queueing %.1f s over %.0f requests",
 		total, total/wall.Seconds(), strings.Join(verbs, ", "), apf, apfn))
+	var closed []string
+	for r, n := range delta(before.apiserver, after.apiserver, "apiserver_terminated_watchers_total", "resource") {
+		if n > 0 {
+			closed = append(closed, fmt.Sprintf("%s %.0f", r, n))
+		}
+	}
+	sort.Strings(closed)
+	if len(closed) == 0 {
+		closed = []string{"none"}
+	}
+	lines = append(lines, "  Karmada apiserver: watches it closed because the watcher fell behind (apiserver_terminated_watchers_total): "+strings.Join(closed, ", "))
 	return lines
 }
