@@ -502,7 +502,7 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 	n, sum := decisions, decisionSum
 	b.Logf("auto decisions: %d, mean %.1f ms each (hyperbatch_hyperjob_auto_split_decision_seconds, member reads through the cluster proxy included)", n, 1000*sum/max(float64(n), 1))
 	b.Logf("Karmada plane CPU at rest before the case: %.2f cores (so %.1f s of the case's %.1f s are its idle cost)", idle, idle*total.Seconds(), planeCPU)
-	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (etcd/kube-apiserver of members not counted)", planeCPU, self, memberCPU)
+	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (all of both members: etcd, kube-apiserver, Volcano, kwok)", planeCPU, self, memberCPU)
 	b.Logf("per process: %s", strings.Join(rows, ", "))
 	b.Logf("watches reopened after the apiserver closed them: %d", tr.rewatches)
 }
