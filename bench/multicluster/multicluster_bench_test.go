@@ -11,8 +11,10 @@ package multicluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,7 +26,9 @@ import (
 	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -58,6 +62,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		return m.Run() // no benchmark asked for: the tests here need no plane
+	}
 	dir, err := os.MkdirTemp("", "hyperbatch-bench-multicluster-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,6 +81,18 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "multicluster bench: plane + 2 members joined in %s\n", fed.Joined.Round(100*time.Millisecond))
+	// Interrupted (Ctrl-C, timeout(1), a kill by PID): stop every process of the plane and the members
+	// first. They run in their own process groups and hold the bench lock's inherited descriptor, so
+	// leaving them would hold the lock for every other benchmark.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "multicluster bench: %v: stopping the plane and the members\n", s)
+		_ = fed.Stop()
+		_ = os.RemoveAll(dir)
+		os.Exit(2)
+	}()
 	code := m.Run()
 	if err := fed.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping: %v\n", err)
@@ -87,19 +107,19 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// BenchmarkManyHyperJobs: MC_BENCH_HYPERJOBS HyperJobs of MC_BENCH_CHILDREN children, created at once.
-func BenchmarkManyHyperJobs(b *testing.B) {
-	n, c := envInt("MC_BENCH_HYPERJOBS", 100), envInt("MC_BENCH_CHILDREN", 10)
-	for i := 0; i < b.N; i++ {
-		runCase(b, fmt.Sprintf("many-%d", i), n, c)
-	}
-}
-
 // BenchmarkOneLargeHyperJob: one HyperJob of MC_BENCH_LARGE children.
 func BenchmarkOneLargeHyperJob(b *testing.B) {
 	c := envInt("MC_BENCH_LARGE", 1000)
 	for i := 0; i < b.N; i++ {
 		runCase(b, fmt.Sprintf("large-%d", i), 1, c)
+	}
+}
+
+// BenchmarkManyHyperJobs: MC_BENCH_HYPERJOBS HyperJobs of MC_BENCH_CHILDREN children, created at once.
+func BenchmarkManyHyperJobs(b *testing.B) {
+	n, c := envInt("MC_BENCH_HYPERJOBS", 100), envInt("MC_BENCH_CHILDREN", 10)
+	for i := 0; i < b.N; i++ {
+		runCase(b, fmt.Sprintf("many-%d", i), n, c)
 	}
 }
 
@@ -174,6 +194,25 @@ func (tr *tracker) watch(ctx context.Context, b *testing.B, cfg *rest.Config, ns
 			}
 		}
 	}()
+}
+
+// progress counts the children that reached each milestone so far.
+func (tr *tracker) progress() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var created, scheduled, released, in, runs int
+	for _, c := range tr.children {
+		for _, m := range []struct {
+			t *time.Time
+			n *int
+		}{{&c.created, &created}, {&c.scheduled, &scheduled}, {&c.released, &released}, {&c.inMember, &in}, {&c.runs, &runs}} {
+			if !m.t.IsZero() {
+				*m.n++
+			}
+		}
+	}
+	return fmt.Sprintf("children on the plane %d, bindings scheduled %d, policies released %d, in a member %d, running %d (watches reopened %d)",
+		created, scheduled, released, in, runs, tr.rewatches)
 }
 
 // record notes the milestones an object shows at "at".
@@ -293,6 +332,11 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 		cpu0[p.Where+"/"+p.Process.Name] = p.Process.CPUSeconds()
 	}
 	self0 := cpuSelf()
+	// Karmada's own metrics before and after: a failed scrape loses that report, not the case.
+	metrics0, scrapeErr := scrapeKarmada(ctx, plane.Cluster, plane.Config)
+	if scrapeErr != nil {
+		b.Errorf("Karmada's metrics before the case: %v", scrapeErr)
+	}
 	want := hyperJobs * children
 	b.ResetTimer()
 	t0 := time.Now()
@@ -310,6 +354,7 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 		}()
 	}
 	wg.Wait()
+	lastProgress := time.Now()
 	for {
 		tr.mu.Lock()
 		r := tr.running
@@ -318,7 +363,13 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 			break
 		}
 		if ctx.Err() != nil {
-			b.Fatalf("only %d of %d children ran in their members", r, want)
+			b.Fatalf("only %d of %d children ran in their members after %s: %s", r, want, time.Since(t0).Round(time.Second), tr.progress())
+		}
+		if time.Since(lastProgress) >= 30*time.Second {
+			// Progress on stderr while the case runs (b.Logf prints only at its end), so a case
+			// stopped early still tells how far each stage got.
+			fmt.Fprintf(os.Stderr, "multicluster bench: %s after %s: %s\n", ns, time.Since(t0).Round(time.Second), tr.progress())
+			lastProgress = time.Now()
 		}
 		time.Sleep(200 * time.Millisecond) // polling a counter this process's watches fill
 	}
@@ -332,9 +383,37 @@ func runCase(b *testing.B, ns string, hyperJobs, children int) {
 	}
 	dn, ds := decisionStats()
 	report(b, ns, hyperJobs, children, total, tr, cpu, self, idle, dn-dn0, ds-ds0)
+	if metrics1, err := scrapeKarmada(ctx, plane.Cluster, plane.Config); err != nil {
+		b.Errorf("Karmada's metrics after the case: %v", err)
+	} else if scrapeErr == nil {
+		// On stderr: testing keeps only the first 10 lines of a benchmark's log.
+		fmt.Fprintf(os.Stderr, "multicluster bench: %s: where Karmada's time went (its own metrics over the case):\n%s\n", ns, strings.Join(karmadaReport(metrics0, metrics1, total), "\n"))
+	}
 	// Clean up before the next case: the namespace's deletion removes the HyperJobs, and Karmada
-	// the members' children.
-	_ = plane.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	// the members' children. The next case starts only once the plane and the members are empty
+	// again, so it does not pay for this one's deletions.
+	cleaned := time.Now()
+	if err := plane.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatalf("deleting namespace %s: %v", ns, err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer ccancel()
+	err = wait.PollUntilContextCancel(cctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := plane.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return false, nil //nolint:nilerr // still there (or a transient error): poll again
+		}
+		for _, m := range fed.Members {
+			var jobs batchv1alpha1.JobList
+			if err := m.Client.List(ctx, &jobs, client.InNamespace(ns), client.Limit(1)); err != nil || len(jobs.Items) > 0 {
+				return false, nil //nolint:nilerr // children left (or a transient error): poll again
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("namespace %s and its children not gone from the plane and the members after 10 min: %v", ns, err)
+	}
+	fmt.Fprintf(os.Stderr, "multicluster bench: %s: plane and members empty again %s after the namespace's deletion\n", ns, time.Since(cleaned).Round(time.Second))
 }
 
 // report prints the table: per HyperJob, its critical path split into hyperbatch (plan, decision
@@ -423,7 +502,7 @@ func report(b *testing.B, ns string, hyperJobs, children int, total time.Duratio
 	n, sum := decisions, decisionSum
 	b.Logf("auto decisions: %d, mean %.1f ms each (hyperbatch_hyperjob_auto_split_decision_seconds, member reads through the cluster proxy included)", n, 1000*sum/max(float64(n), 1))
 	b.Logf("Karmada plane CPU at rest before the case: %.2f cores (so %.1f s of the case's %.1f s are its idle cost)", idle, idle*total.Seconds(), planeCPU)
-	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (etcd/kube-apiserver of members not counted)", planeCPU, self, memberCPU)
+	b.Logf("CPU s during the case: Karmada plane %.1f, hyperbatch controller process %.1f (the bench process: controller + watches), member processes %.1f (all of both members: etcd, kube-apiserver, Volcano, kwok)", planeCPU, self, memberCPU)
 	b.Logf("per process: %s", strings.Join(rows, ", "))
 	b.Logf("watches reopened after the apiserver closed them: %d", tr.rewatches)
 }

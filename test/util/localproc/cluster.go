@@ -94,12 +94,13 @@ type Ports struct {
 	// The neighbours: Volcano's controller-manager (health) and webhook-manager, the JobSet controller.
 	VolcanoHealth, VolcanoWebhook, JobSetWebhook, JobSetHealth int
 	// A Karmada plane's own processes: karmada-aggregated-apiserver, karmada-webhook (server and
-	// health), karmada-controller-manager and karmada-scheduler (health).
+	// health), karmada-controller-manager and karmada-scheduler (health and Prometheus metrics).
 	KarmadaAggregated, KarmadaWebhook, KarmadaWebhookHealth, KarmadaControllerHealth, KarmadaSchedulerHealth int
+	KarmadaControllerMetrics, KarmadaSchedulerMetrics                                                        int
 }
 
 // PortCount is how many consecutive ports from its base one cluster uses.
-const PortCount = 18
+const PortCount = 20
 
 // PortsFrom lays out a cluster's ports from base.
 func PortsFrom(base int) Ports {
@@ -109,6 +110,7 @@ func PortsFrom(base int) Ports {
 		Webhook: base + 8, VolcanoHealth: base + 9, VolcanoWebhook: base + 10, JobSetWebhook: base + 11,
 		JobSetHealth: base + 12, KarmadaAggregated: base + 13, KarmadaWebhook: base + 14, KarmadaWebhookHealth: base + 15,
 		KarmadaControllerHealth: base + 16, KarmadaSchedulerHealth: base + 17,
+		KarmadaControllerMetrics: base + 18, KarmadaSchedulerMetrics: base + 19,
 	}
 }
 
@@ -139,6 +141,8 @@ func (p Ports) All() []PortUse {
 		{p.KarmadaWebhookHealth, "karmada-webhook --health-probe-bind-address"},
 		{p.KarmadaControllerHealth, "karmada-controller-manager --health-probe-bind-address"},
 		{p.KarmadaSchedulerHealth, "karmada-scheduler --health-probe-bind-address"},
+		{p.KarmadaControllerMetrics, "karmada-controller-manager --metrics-bind-address"},
+		{p.KarmadaSchedulerMetrics, "karmada-scheduler --metrics-bind-address"},
 	}
 }
 

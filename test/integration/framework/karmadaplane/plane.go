@@ -99,6 +99,7 @@ type Plane struct {
 	Cluster localproc.Cluster
 
 	procs *localproc.Procs
+	bin   string
 }
 
 // Start brings the plane up and returns once every component serves: the cluster.karmada.io
@@ -127,7 +128,7 @@ func Start(ctx context.Context, o Options) (p *Plane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p = &Plane{Dir: o.Dir, procs: &localproc.Procs{StartTimeout: o.StartTimeout},
+	p = &Plane{Dir: o.Dir, procs: &localproc.Procs{StartTimeout: o.StartTimeout}, bin: o.BinDir,
 		Cluster: localproc.Cluster{Name: ClusterName, Dir: o.Dir, PortBase: base, Role: localproc.RoleKarmada}}
 	p.Kubeconfig = p.Cluster.Kubeconfig()
 	defer func() {
