@@ -142,9 +142,7 @@ func TestMemberLoss(t *testing.T) {
 		assert.Equal(t, []string{"member1"}, cs, "child %s placed on the Ready member only", child)
 		childIn("member1", child, batchv1alpha1.Completed)
 	}
-	// (Not asserted: the HyperJob's Completed on the plane. Karmada sometimes re-applies a child to
-	// its member right after creating it, Volcano's validating webhook refuses the update, and the
-	// binding then reflects no status for that child: docs/multicluster.md, "Karmada re-applies".)
+	hyperJobCondition(ctx, t, during, hyperjob.ConditionCompleted, metav1.ConditionTrue)
 
 	// member2 comes back.
 	require.NoError(t, members["member2"].RestartAPIServer(ctx))
