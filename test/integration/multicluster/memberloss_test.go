@@ -15,11 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -87,6 +89,26 @@ func TestMemberLoss(t *testing.T) {
 	oneGPU := func(hjName, rj string, replicas int32, hold map[string]string, clusters ...string) *trainingv1alpha1.HyperJob {
 		return builders.MakeHyperJob(ns, hjName).ReplicatedJobs(leafReplicatedJob(rj, replicas, 1, 1, hold, clusters...)).Obj()
 	}
+	// An auto split of one child of 1 pod × 1 GPU, in one member: both members hold it, and best fit
+	// picks member2 (fewer free GPUs) while it is Ready.
+	autoOne := func(hjName string) *trainingv1alpha1.HyperJob {
+		rj := leafReplicatedJob("w", 1, 1, 1, nil)
+		rj.SplitPolicy = &trainingv1alpha1.SplitPolicy{Mode: trainingv1alpha1.SplitModeAuto, Accelerators: ptr.To(1), AcceleratorType: ptr.To(string(membercluster.GPUResource))}
+		hj := builders.MakeHyperJob(ns, hjName).ReplicatedJobs(rj).Obj()
+		hj.Spec.MaxDomains = ptr.To[int32](1)
+		return hj
+	}
+	autoDecidedFor := func(hj *trainingv1alpha1.HyperJob, member string) {
+		t.Helper()
+		got := waitAutoCondition(ctx, t, client.ObjectKeyFromObject(hj), metav1.ConditionTrue)
+		places := autoPlaces(t, got)
+		require.Len(t, places, 1, "one child decided")
+		for child, place := range places {
+			assert.True(t, strings.HasPrefix(place, member+"/"), "auto split of %s: child %s decided for %s, want %s", hj.Name, child, place, member)
+		}
+		t.Logf("auto split of %s: %s", hj.Name, apimeta.FindStatusCondition(got.Status.Conditions, hyperjob.ConditionAutoSplit).Message)
+		waitChildrenCompleted(ctx, t, ns, places)
+	}
 	childIn := func(member, child string, phase batchv1alpha1.JobPhase) {
 		t.Helper()
 		waitFor(ctx, t, fmt.Sprintf("child %s %s in %s", child, phase, member), func(ctx context.Context) (bool, string) {
@@ -143,6 +165,10 @@ func TestMemberLoss(t *testing.T) {
 		childIn("member1", child, batchv1alpha1.Completed)
 	}
 	hyperJobCondition(ctx, t, during, hyperjob.ConditionCompleted, metav1.ConditionTrue)
+	// The auto split decides over the Ready member only: member1, though member2 fits it better.
+	autoDuring := autoOne("auto-during")
+	require.NoError(t, plane.Client.Create(ctx, autoDuring))
+	autoDecidedFor(autoDuring, "member1")
 
 	// member2 comes back.
 	require.NoError(t, members["member2"].RestartAPIServer(ctx))
@@ -169,7 +195,14 @@ func TestMemberLoss(t *testing.T) {
 		return len(cs) == 1 && cs[0] == "member2" && err == nil, describe(cs) + " " + errString(err)
 	})
 
+	// Back to best fit over both members: member2.
+	autoAfter := autoOne("auto-after")
+	require.NoError(t, plane.Client.Create(ctx, autoAfter))
+	autoDecidedFor(autoAfter, "member2")
+
 	deleteAndWaitGone(ctx, t, before, map[string]string{"before-x-0": "member2"})
+	deleteAndWaitGone(ctx, t, autoDuring, map[string]string{"auto-during-w-0": "member1"})
+	deleteAndWaitGone(ctx, t, autoAfter, map[string]string{"auto-after-w-0": "member2"})
 	deleteAndWaitGone(ctx, t, during, map[string]string{"during-y-0": "member1", "during-y-1": "member1"})
 	// The child placed in member2 after its restart: deleted on the plane, but in our runs once not
 	// removed from member2 within 60 s (it stayed Pending there, see above); reported, not asserted.
