@@ -88,7 +88,7 @@ func Ensure(ctx context.Context, c client.Client) (skippedFor string, err error)
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	if err := c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return "", fmt.Errorf("applying ResourceInterpreterCustomization %s (config.karmada.io/v1alpha1; the identity needs create and patch on resourceinterpretercustomizations): %w", Name, err)
 	}
 	return "", nil

@@ -102,7 +102,9 @@ func TestMemberLoss(t *testing.T) {
 	autoDecidedFor := func(hj *trainingv1alpha1.HyperJob, member string) {
 		t.Helper()
 		begin := time.Now()
-		defer func() { t.Logf("auto split of %s decided and its child Completed in %s", hj.Name, time.Since(begin).Round(100*time.Millisecond)) }()
+		defer func() {
+			t.Logf("auto split of %s decided and its child Completed in %s", hj.Name, time.Since(begin).Round(100*time.Millisecond))
+		}()
 		got := waitAutoCondition(ctx, t, client.ObjectKeyFromObject(hj), metav1.ConditionTrue)
 		places := autoPlaces(t, got)
 		require.Len(t, places, 1, "one child decided")
