@@ -12,8 +12,11 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/karmadainterpreter"
 	"github.com/hyperbatch/hyperbatch/webhook"
 )
 
@@ -135,9 +138,14 @@ func applyMemberMode(o *options, explicit map[string]bool) error {
 	return nil
 }
 
+// The retention Karmada applies to Volcano Jobs in the members (internal/karmadainterpreter).
+// +kubebuilder:rbac:groups=config.karmada.io,resources=resourceinterpretercustomizations,verbs=list;create;patch
+
 // checkControlPlane verifies that cfg points at a Karmada apiserver and that hyperbatch's own
 // namespace exists there (the certificate Secret and the leader-election Lease live in it); it
-// creates the namespace when missing.
+// creates the namespace when missing. It installs the retention for Volcano Jobs
+// (internal/karmadainterpreter), without which Karmada's updates of a member's child are refused
+// by Volcano and the child's status stops coming back.
 func checkControlPlane(ctx context.Context, cfg *rest.Config, namespace string) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -167,6 +175,17 @@ func checkControlPlane(ctx context.Context, cfg *rest.Config, namespace string) 
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("--mode=%s: creating namespace %s on the Karmada apiserver (webhook certificate Secret, leader-election Lease): %w", modeControlPlane, namespace, err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("--mode=%s: client: %w", modeControlPlane, err)
+	}
+	other, err := karmadainterpreter.Ensure(ctx, c)
+	if err != nil {
+		return fmt.Errorf("--mode=%s: %w", modeControlPlane, err)
+	}
+	if other != "" {
+		ctrl.Log.Info("Volcano Jobs already have a retention on this Karmada plane; hyperbatch's is not installed", "resourceInterpreterCustomization", other, "hyperbatch", karmadainterpreter.Name)
 	}
 	return nil
 }

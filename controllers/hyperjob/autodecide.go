@@ -340,51 +340,6 @@ func (r *Reconciler) waitingHyperJobs(ctx context.Context, _ client.Object) []re
 	return reqs
 }
 
-// clusterChanged drops the member's numbers and enqueues the waiting HyperJobs.
-func (r *Reconciler) clusterChanged(ctx context.Context, obj client.Object) []reconcile.Request {
-	r.auto.forget(obj.GetName())
-	return r.waitingHyperJobs(ctx, obj)
-}
-
-// clusterCapacityChanged passes a Cluster update whose readiness or resource summary changed.
-var clusterCapacityChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return true },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
-		n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
-		if !ok1 || !ok2 {
-			return false
-		}
-		if clusterReady(o) != clusterReady(n) {
-			return true
-		}
-		os, ns := o.Status.ResourceSummary, n.Status.ResourceSummary
-		if (os == nil) != (ns == nil) {
-			return true
-		}
-		if os == nil {
-			return false
-		}
-		return !resourceListEqual(os.Allocated, ns.Allocated) || !resourceListEqual(os.Allocatable, ns.Allocatable) ||
-			!resourceListEqual(os.Allocating, ns.Allocating)
-	},
-}
-
-func resourceListEqual(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		w, ok := b[k]
-		if !ok || v.Cmp(w) != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // childFinished passes a Volcano Job that finished or went away: a HyperJob's child whose pods
 // no longer hold accelerators in its member (Karmada reflects the member's state into it).
 var childFinished = predicate.Funcs{

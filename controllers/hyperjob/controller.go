@@ -136,19 +136,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.memberPods = clusterProxyPodCounter(mgr.GetConfig())
 		}
 		bld = bld.Watches(&workv1alpha2.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobOfBinding))
-		if bld, err = r.watchClusters(mgr, bld); err != nil {
-			return err
-		}
 	} else if !apimeta.IsNoMatchError(err) {
 		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
 	}
 	clusterKind := clusterv1alpha1.SchemeGroupVersion.WithKind("Cluster")
 	if _, err := mgr.GetRESTMapper().RESTMapping(clusterKind.GroupKind(), clusterKind.Version); err == nil && r.gateDispatch {
+		// Karmada's member Clusters: children on not-Ready members are reported (memberloss.go) and
+		// mode auto is decided (autodecide.go), both fed by one watch (clusterwatch.go).
+		r.watchMembers = true
 		if r.auto == nil {
 			r.auto = newAutoDecider(clusterProxyMemberReader(mgr.GetConfig()))
 		}
-		bld = bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterChanged),
-			builder.WithPredicates(clusterCapacityChanged)).
+		bld = bld.Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents()).
 			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
 				builder.WithPredicates(hyperJobDeleted)).
 			Watches(&batchv1alpha1.Job{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),

@@ -11,13 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
@@ -38,32 +32,6 @@ const (
 	ReasonMemberNotReady = "MemberClusterNotReady"
 	ReasonMembersReady   = "MemberClustersReady"
 )
-
-// +kubebuilder:rbac:groups=cluster.karmada.io,resources=clusters,verbs=get;list;watch
-
-// watchClusters makes the controller look again at the HyperJobs when a member cluster's Ready
-// condition changes (not on Karmada's periodic status refreshes), where the Cluster kind is served.
-func (r *Reconciler) watchClusters(mgr ctrl.Manager, bld *builder.Builder) (*builder.Builder, error) {
-	gvk := clusterv1alpha1.SchemeGroupVersion.WithKind("Cluster")
-	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return bld, nil
-		}
-		return nil, fmt.Errorf("looking up Karmada's Cluster kind: %w", err)
-	}
-	r.watchMembers = true
-	readyChanged := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*clusterv1alpha1.Cluster)
-			n, ok2 := e.ObjectNew.(*clusterv1alpha1.Cluster)
-			return !ok1 || !ok2 || clusterReady(o) != clusterReady(n)
-		},
-	}
-	return bld.Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allHyperJobs), builder.WithPredicates(readyChanged)), nil
-}
 
 // lostChildren maps each existing child bound to a member cluster that is not Ready to that member.
 func (r *Reconciler) lostChildren(ctx context.Context, hj *trainingv1alpha1.HyperJob, jobs map[string]*batchv1alpha1.Job) (map[string]string, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
@@ -90,6 +92,11 @@ type Reconciler struct {
 	now      func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
 	nativeTTL *seenUIDs
+	// onPlane: the apiserver is a Karmada control plane (it serves ResourceBindings). Its Volcano
+	// Jobs are templates that run in member clusters, so an abort is only decided here (step 1 of
+	// abortVCJob); Karmada carries the decision to the member's copy, where that member's lifecycle
+	// controller carries it out (vcjob.go).
+	onPlane bool
 }
 
 // NewReconciler builds a Reconciler from the manager.
@@ -115,6 +122,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return false
 		}
 		return true
+	}
+	rb := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
+	if _, err := mgr.GetRESTMapper().RESTMapping(rb.GroupKind(), rb.Version); err == nil {
+		r.onPlane = true
+	} else if !apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
 	}
 	// HyperJobs need Volcano Jobs (their children).
 	if serves(batchv1alpha1.SchemeGroupVersion.WithKind("Job")) {

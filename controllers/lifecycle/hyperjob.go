@@ -139,7 +139,11 @@ func (r *Reconciler) abortChildren(ctx context.Context, hj *trainingv1alpha1.Hyp
 			aborted++
 		}
 	}
-	if aborted > 0 {
+	switch {
+	case aborted > 0 && r.onPlane:
+		r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonAbortedChildren,
+			"aborting %d child Volcano Jobs (DeadlineExceeded): the decision goes with each child to its member cluster, whose hyperbatch lifecycle controller aborts it there through Volcano's AbortJob command", aborted)
+	case aborted > 0:
 		r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonAbortedChildren, "aborting %d child Volcano Jobs (DeadlineExceeded) through Volcano's AbortJob command", aborted)
 	}
 	return wait, errors.Join(errs...)

@@ -104,6 +104,12 @@ const (
 // A manager stopped between the steps resumes at the next one. Volcano's job controller then kills
 // the pods, deletes the job's PodGroup and moves the job to Aborted. msg empty means only steps 2-3
 // may remain.
+//
+// On a Karmada control plane (r.onPlane) only step 1 runs: the job there is a template, no Volcano
+// controller reads Commands there, and a Command there would target the template. Karmada copies
+// the decision's annotations onto the member's copy, and the member's lifecycle controller, seeing
+// a decision without its Command, runs steps 2-3 where the job runs (Volcano's retention keeps that
+// update acceptable: internal/karmadainterpreter).
 func (r *Reconciler) abortVCJob(ctx context.Context, j *batchv1alpha1.Job, kind, action string, due time.Time, msg string) (abortState, error) {
 	start := VCJobStart(j)
 	if start == nil || j.DeletionTimestamp != nil {
@@ -134,9 +140,19 @@ func (r *Reconciler) abortVCJob(ctx context.Context, j *batchv1alpha1.Job, kind,
 			return abortNothing, fmt.Errorf("recording the DeadlineExceeded decision on Volcano Job %s/%s: %w", j.Namespace, j.Name, err)
 		}
 		observe(kind, action, r.now(), due)
-		r.recorder.Event(j, corev1.EventTypeWarning, ReasonDeadlineExceeded, msg+"; aborting it through Volcano's AbortJob command")
+		how := "; aborting it through Volcano's AbortJob command"
+		if r.onPlane {
+			how = "; the decision goes with this template to its member cluster, whose hyperbatch lifecycle controller aborts the job there"
+		}
+		r.recorder.Event(j, corev1.EventTypeWarning, ReasonDeadlineExceeded, msg+how)
 		log.FromContext(ctx).Info("Volcano Job deadline exceeded: aborting", "job", client.ObjectKeyFromObject(j), "lag", r.now().Sub(due))
 		at, state = &now, abortDecided
+	}
+	if r.onPlane {
+		if state == abortDecided {
+			return state, nil
+		}
+		return abortNothing, nil
 	}
 	name := commandName(j, *at)
 	if j.Annotations[AbortCommandAnnotation] == name {
@@ -145,7 +161,13 @@ func (r *Reconciler) abortVCJob(ctx context.Context, j *batchv1alpha1.Job, kind,
 		}
 		return abortNothing, nil
 	}
-	if err := r.client.Create(ctx, abortCommand(j, name)); err != nil && !apierrors.IsAlreadyExists(err) {
+	switch err := r.client.Create(ctx, abortCommand(j, name)); {
+	case err == nil && state == abortResumed:
+		// A decision recorded earlier: by this controller before a restart, or on the Karmada
+		// control plane, from where Karmada copied it here.
+		r.recorder.Eventf(j, corev1.EventTypeWarning, ReasonDeadlineExceeded, "aborting it through Volcano's AbortJob command %s, as decided at %s (%s: %s)",
+			name, at.UTC().Format(time.RFC3339), TerminationReasonAnnotation, j.Annotations[TerminationReasonAnnotation])
+	case err != nil && !apierrors.IsAlreadyExists(err):
 		r.recorder.Eventf(j, corev1.EventTypeWarning, ReasonFailedAbort, "creating the AbortJob command %s: %v", name, err)
 		return abortNothing, fmt.Errorf("creating AbortJob command %s/%s: %w", j.Namespace, name, err)
 	}

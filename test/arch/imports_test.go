@@ -52,6 +52,7 @@ var rules = []struct {
 	{"internal/policyinputs", []string{"api/v1alpha1", "internal/defaults"}},
 	{"internal/admissionpolicy", []string{"api/v1alpha1", "internal/defaults"}},
 	{"internal/placementsvg", nil},
+	{"internal/karmadainterpreter", nil},
 	// kubectl-hyperbatch reads the engine, the scheduler's topology cache and the discovery source
 	// label; it never imports a controller's logic or the webhook.
 	{"internal/cli/", []string{"api/v1alpha1", "internal/cli/", "internal/defaults", "internal/scheme", "internal/placementsvg",

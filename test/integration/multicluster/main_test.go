@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/hyperbatch/hyperbatch/internal/karmadainterpreter"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/karmadaplane"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
@@ -69,6 +70,13 @@ func run(m *testing.M) int {
 	// The plane and the members stop concurrently: each kube-apiserver takes seconds to shut down.
 	stoppers := []func() error{plane.Stop}
 	defer func() { stopAll(stoppers) }()
+	// What the control-plane manager installs at its start (the tests run its controllers in
+	// process): the retention that keeps Karmada's updates of a member's Volcano Job acceptable to
+	// Volcano's webhook, so the children's status keeps coming back.
+	if other, err := karmadainterpreter.Ensure(ctx, plane.Client); err != nil || other != "" {
+		fmt.Fprintf(os.Stderr, "installing the Volcano Job retention: %v %s\n", err, other)
+		return 1
+	}
 	names := sortedNames()
 	for _, name := range names {
 		// Each member runs hyperbatch's manager (member mode) and hyperbatch-scheduler besides Volcano.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
@@ -131,11 +133,19 @@ func TestStaticSplitPlacedInOneHyperNode(t *testing.T) {
 		t.Logf("child %s: both pods in %s under HyperNode %s, bound by hyperbatch-scheduler", child, m, placed[child][0])
 	}
 
-	// The HyperJob's Completed state on the plane is not asserted here: TestHyperJobAcrossMembers
-	// asserts it. Karmada v1.16 sometimes re-applies a member child right after creating it and
-	// Volcano's webhook refuses the update, so the binding reflects no status for a while
-	// (docs/multicluster.md, "Not yet"); this test is about where hyperbatch-scheduler placed the pods.
 	t.Logf("children completed in their members %s after the HyperJob's creation", time.Since(created).Round(100*time.Millisecond))
+	hyperJobCondition(ctx, t, hj, hyperjob.ConditionCompleted, metav1.ConditionTrue)
+	var got trainingv1alpha1.HyperJob
+	require.NoError(t, plane.Client.Get(ctx, client.ObjectKeyFromObject(hj), &got))
+	t.Logf("HyperJob Completed on the plane %s after its creation", time.Since(created).Round(100*time.Millisecond))
+	states := map[string]batchv1alpha1.JobPhase{}
+	for _, s := range got.Status.ReplicatedJobsStatus {
+		for c, st := range s.JobStates {
+			states[c] = st.Phase
+		}
+	}
+	assert.Equal(t, map[string]batchv1alpha1.JobPhase{"hp-a-0": batchv1alpha1.Completed, "hp-a-1": batchv1alpha1.Completed, "hp-b-0": batchv1alpha1.Completed}, states,
+		"one Completed state per child on the plane")
 
 	deleteAndWaitGone(ctx, t, hj, want)
 }
