@@ -206,23 +206,12 @@ func BenchmarkPreemptionPeers(b *testing.B) {
 	}
 	p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf), probeNode: ppProbeNode}
 	runs := make([]*preemptRun, len(preemptScheds))
-	for k, s := range preemptScheds {
-		if selected(s) {
-			r := p.preemptRun(s)
-			runs[k] = &r
+	failed := map[string]string{}
+	write := func() {
+		body := preemptReport(tree, runs, failed)
+		if os.Getenv("HB_BENCH_RESULTS") == "off" {
+			return
 		}
-	}
-	body := preemptReport(tree, runs)
-	b.Log("\n" + body)
-	for k, r := range runs {
-		if r != nil {
-			b.ReportMetric(r.perPlaced(r.victimGangs), preemptScheds[k].name+"-victims/gang")
-		}
-	}
-	if h := runs[0]; h != nil && (h.partial > 0 || h.aboveHard > 0) {
-		b.Errorf("hyperbatch: %d partly evicted victim gangs, %d preemptors above their highestTierAllowed", h.partial, h.aboveHard)
-	}
-	if os.Getenv("HB_BENCH_RESULTS") != "off" {
 		head := fmt.Sprintf("# %s BenchmarkPreemptionPeers, %d nodes, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s\n"+
 			"# make build test-tools && KUBEBUILDER_ASSETS=$PWD/bin HB_PREEMPT_NODES=%d HB_PREEMPT_TIMEOUT=%s go test ./bench/scheduler/ -run '^$' -bench PreemptionPeers -benchtime=1x -timeout 60m\n",
 			time.Now().UTC().Format(time.RFC3339), nodes, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(),
@@ -230,6 +219,28 @@ func BenchmarkPreemptionPeers(b *testing.B) {
 		if err := framework.WriteResultSection("preemption.txt", "end-to-end "+tree.label, head+body); err != nil {
 			b.Errorf("writing bench/results/preemption.txt: %v", err)
 		}
+	}
+	for k, s := range preemptScheds {
+		if !selected(s) {
+			continue
+		}
+		// Each row is a sub-benchmark: a scheduler that fails (does not start, a process exits) fails
+		// its own row, and the results written so far stay.
+		ok := b.Run(s.name, func(b *testing.B) {
+			p.b = b
+			r := p.preemptRun(s)
+			runs[k] = &r
+			b.ReportMetric(r.perPlaced(r.victimGangs), "victims/gang")
+		})
+		p.b = b
+		if !ok && runs[k] == nil {
+			failed[s.name] = "the run failed (see the benchmark's log)"
+		}
+		write()
+	}
+	b.Log("\n" + preemptReport(tree, runs, failed))
+	if h := runs[0]; h != nil && (h.partial > 0 || h.aboveHard > 0) {
+		b.Errorf("hyperbatch: %d partly evicted victim gangs, %d preemptors above their highestTierAllowed", h.partial, h.aboveHard)
 	}
 }
 
@@ -313,6 +324,7 @@ func (p *peerEnv) preemptRun(s peerSched) preemptRun {
 	b, ctx := p.b, context.Background()
 	fill := preemptFill(p.tree)
 	fillNS := newNamespace(b, p.cs, "fill-"+s.name)
+	defer p.cleanup(s, fillNS) // the next row starts on empty nodes
 	t0 := time.Now()
 	p.createFill(fillNS, s.schedulerName, fill)
 	r := preemptRun{gangs: ppArrivals, fillGangs: len(fill)}
@@ -335,6 +347,7 @@ func (p *peerEnv) preemptRun(s peerSched) preemptRun {
 	go ev.follow(wctx, p, fillNS, l.ResourceVersion)
 
 	ns := newNamespace(b, p.cs, "pre-"+s.name)
+	defer p.cleanup(s, ns)
 	gangs := preemptors(p.tree)
 	st := &boundState{size: map[string]int{}, bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
 		nodes: map[string][]int{}, seen: map[string]bool{}, partialSince: map[string]time.Time{}, partial: map[string]bool{}, done: make(chan struct{})}
@@ -438,13 +451,11 @@ func (p *peerEnv) preemptRun(s peerSched) preemptRun {
 	b.Logf("%-10s %d/%d preemptors placed in %.1fs (timed out: %v), victim gangs %d, evicted pods %d, partly evicted %d, lowest tier %d, p50 %.1fs p99 %.1fs; logs in %s",
 		s.name, r.placed, r.gangs, r.elapsed.Seconds(), r.timedOut, r.victimGangs, r.evicted, r.partial, r.lowest,
 		quantile(r.latency, 0.5).Seconds(), quantile(r.latency, 0.99).Seconds(), pp.logDir)
-	p.cleanup(s, ns)
-	p.cleanup(s, fillNS)
 	return r
 }
 
 // preemptReport is the results section: a row per scheduler and the ratios.
-func preemptReport(t peerTree, runs []*preemptRun) string {
+func preemptReport(t peerTree, runs []*preemptRun, failed map[string]string) string {
 	var sb strings.Builder
 	var ref *preemptRun
 	for _, r := range runs {
@@ -454,7 +465,11 @@ func preemptReport(t peerTree, runs []*preemptRun) string {
 		}
 	}
 	if ref == nil {
-		return "no scheduler ran\n"
+		out := "no scheduler completed its run\n"
+		for name, why := range failed {
+			out += "note: " + name + ": " + why + "\n"
+		}
+		return out
 	}
 	sizes := map[int]int{}
 	for _, g := range preemptors(t) {
@@ -512,6 +527,9 @@ func preemptReport(t peerTree, runs []*preemptRun) string {
 			notes = append(notes, fmt.Sprintf("%s placed %d of %d within the timeout (unplaced gangs count the timeout in p50/p99; their evictions count in the totals: %d victim gangs, %d pods)",
 				preemptScheds[k].name, r.placed, r.gangs, r.victimGangs, r.evicted))
 		}
+	}
+	for name, why := range failed {
+		notes = append(notes, name+": "+why)
 	}
 	sort.Strings(notes)
 	for _, n := range notes {
