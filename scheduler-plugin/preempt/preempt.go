@@ -14,6 +14,9 @@
 //     priority down, the fewest victim units (a unit is a whole gang or a lone pod); then the fewest
 //     victim pods in total; then the least run time lost (younger victims first); then by name.
 //   - A unit is evicted whole: a gang's members outside the domain go too (and count in its cost).
+//   - Room is counted in pods of the gang's largest request per resource: exact when the pods ask
+//     the same; for mixed sizes sound (a cleared domain holds every pod) but conservative, by at most
+//     what the largest pod asks beyond each other pod (docs/scheduler.md, "Pods of different sizes").
 //
 // # Cost bound
 //
