@@ -212,6 +212,38 @@ func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now
 	return 0, nil
 }
 
+// compareWithBruteForce runs Choose for a gang of need pods limited to maxTier on the instance's
+// eligible units, and the brute force, and fails the test unless both find no domain, or the same
+// tier at the same least cost with an exact search. It returns Choose's result and the brute
+// force's cost (nil: no domain).
+func compareWithBruteForce(t *testing.T, i int, in *instance, units []*Unit, need, maxTier int, eligible func(*Unit) bool, now time.Time, budgets []int32) (*Result, *Cost) {
+	t.Helper()
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now, Budgets: budgets}
+	for p := 0; p < need; p++ {
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	var got *Result
+	var err error
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
+	wantTier, want := in.bruteForce(need, maxTier, eligible, now, budgets)
+	if want == nil {
+		if err == nil {
+			t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
+	}
+	if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
+		t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
+	}
+	if !got.Exact {
+		t.Fatalf("instance %d: search hit the budget on a small instance", i)
+	}
+	return got, want
+}
+
 // TestChooseMatchesBruteForce compares Choose with the brute force on random instances of up to 4
 // leaves × 8 nodes: same tier and same least cost, and the victims really make room.
 func TestChooseMatchesBruteForce(t *testing.T) {
@@ -232,30 +264,10 @@ func TestChooseMatchesBruteForce(t *testing.T) {
 			continue
 		}
 		need := 2 + rng.Intn(20)
-		maxTier := 1 + rng.Intn(2)
-		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now}
-		for p := 0; p < need; p++ {
-			req.Pods = append(req.Pods, cpu(podCPU))
-		}
-		var got *Result
-		var err error
-		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
-		wantTier, want := in.bruteForce(need, maxTier, eligible, now, nil)
+		got, want := compareWithBruteForce(t, i, in, units, need, 1+rng.Intn(2), eligible, now, nil)
 		checked++
 		if want == nil {
-			if err == nil {
-				t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
-			}
 			continue
-		}
-		if err != nil {
-			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
-		}
-		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
-			t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
-		}
-		if !got.Exact {
-			t.Fatalf("instance %d: search hit the budget on a small instance", i)
 		}
 		// The victims really make room in the chosen domain.
 		room := 0
@@ -340,31 +352,10 @@ func TestChooseSharedBudgetsMatchBruteForce(t *testing.T) {
 				}
 			}
 		}
-		need := 2 + rng.Intn(20)
-		maxTier := 1 + rng.Intn(2)
-		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now, Budgets: budgets}
-		for p := 0; p < need; p++ {
-			req.Pods = append(req.Pods, cpu(podCPU))
-		}
-		var got *Result
-		var err error
-		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
-		wantTier, want := in.bruteForce(need, maxTier, eligible, now, budgets)
+		got, want := compareWithBruteForce(t, i, in, units, 2+rng.Intn(20), 1+rng.Intn(2), eligible, now, budgets)
 		checked++
 		if want == nil {
-			if err == nil {
-				t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
-			}
 			continue
-		}
-		if err != nil {
-			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
-		}
-		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
-			t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
-		}
-		if !got.Exact {
-			t.Fatalf("instance %d: search hit the budget on a small instance", i)
 		}
 		if want.PDBViolations > 0 {
 			violating++
