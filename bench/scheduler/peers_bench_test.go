@@ -286,57 +286,85 @@ type peerEnv struct {
 	tree   peerTree
 	vcConf string
 	seq    int
+	// probeNode, when set, is a node outside the tree, tainted probeTaint, where the probe runs.
+	probeNode string
 	// kueuePprof is the running Kueue manager's pprof address; kueueProfiled marks that this size's
 	// Kueue profile is taken.
 	kueuePprof    string
 	kueueProfiled bool
 }
 
-// run starts the scheduler (and its companion), probes it, runs the workload and stops both.
-func (p *peerEnv) run(s peerSched) peerRun {
+// peerProcs are one run's processes: the scheduler, its companion and (Kueue) the Job controller.
+type peerProcs struct {
+	sched, comp, jobs *framework.Process
+	logDir            string
+}
+
+// start starts the scheduler s and its companion, each a fresh process, and probes the scheduler.
+func (p *peerEnv) start(s peerSched) *peerProcs {
 	b := p.b
 	p.seq++
-	logDir := filepath.Join(p.dir, fmt.Sprintf("%02d-%s", p.seq, s.name))
+	pp := &peerProcs{logDir: filepath.Join(p.dir, fmt.Sprintf("%02d-%s", p.seq, s.name))}
 	ctx := context.Background()
-	var comp, jobs *framework.Process
 	var err error
 	switch s.name {
 	case "hyperbatch":
-		comp, err = p.startManager(ctx, logDir)
+		pp.comp, err = p.startManager(ctx, pp.logDir)
 	case "volcano", "volcano-gang":
-		comp, err = framework.StartVolcanoControllers(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir})
+		pp.comp, err = framework.StartVolcanoControllers(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: pp.logDir})
 		if err == nil {
 			err = p.waitQueueOpen(ctx)
 		}
 	case "kueue":
-		comp, jobs, err = p.startKueue(ctx, logDir)
+		pp.comp, pp.jobs, err = p.startKueue(ctx, pp.logDir)
 	}
 	if err != nil {
+		pp.stop(b)
 		b.Fatal(err)
 	}
-	stop := func(procs ...*framework.Process) {
-		for _, pr := range procs {
-			if pr == nil {
-				continue
-			}
-			if err := pr.Stop(); err != nil {
-				b.Log(err)
-			}
-		}
-	}
-	sched, err := p.startScheduler(ctx, s, logDir)
-	if err != nil {
-		stop(comp, jobs)
+	if pp.sched, err = p.startScheduler(ctx, s, pp.logDir); err != nil {
+		pp.stop(b)
 		b.Fatal(err)
 	}
-	defer stop(sched, comp, jobs)
-	p.probe(s, sched)
-	cpuOf := func(pr *framework.Process) float64 {
+	p.probe(s, pp.sched)
+	return pp
+}
+
+// stop stops every started process.
+func (pp *peerProcs) stop(b *testing.B) {
+	for _, pr := range []*framework.Process{pp.sched, pp.comp, pp.jobs} {
 		if pr == nil {
-			return 0
+			continue
 		}
-		return pr.CPUSeconds()
+		if err := pr.Stop(); err != nil {
+			b.Log(err)
+		}
 	}
+}
+
+// checkAlive fails the benchmark when a process exited during the run.
+func (pp *peerProcs) checkAlive(b *testing.B, name string) {
+	for _, pr := range []*framework.Process{pp.sched, pp.comp, pp.jobs} {
+		if pr != nil && pr.Exited() {
+			b.Fatalf("%s: a process exited during the run.\n%s", name, pr.LogTail(30))
+		}
+	}
+}
+
+// cpuOf is a process's CPU seconds so far (0 for none).
+func cpuOf(pr *framework.Process) float64 {
+	if pr == nil {
+		return 0
+	}
+	return pr.CPUSeconds()
+}
+
+// run starts the scheduler (and its companion), probes it, runs the workload and stops both.
+func (p *peerEnv) run(s peerSched) peerRun {
+	b := p.b
+	pp := p.start(s)
+	defer pp.stop(b)
+	sched, comp, jobs, logDir := pp.sched, pp.comp, pp.jobs, pp.logDir
 	var profiled chan struct{}
 	if d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE")); err == nil && d > 0 && s.name == "kueue" && !p.kueueProfiled {
 		p.kueueProfiled, profiled = true, make(chan struct{})
@@ -355,11 +383,7 @@ func (p *peerEnv) run(s peerSched) peerRun {
 	if strings.HasPrefix(s.name, "volcano") {
 		saveVolcanoMetrics(b, sched, logDir)
 	}
-	for _, pr := range []*framework.Process{sched, comp, jobs} {
-		if pr != nil && pr.Exited() {
-			b.Fatalf("%s: a process exited during the run.\n%s", s.name, pr.LogTail(30))
-		}
-	}
+	pp.checkAlive(b, s.name)
 	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
 		s.name, p.tree.label, r.placed, r.gangs, r.elapsed.Seconds(), float64(r.boundPods)/r.elapsed.Seconds(), quantile(r.latency, 0.5).Seconds(),
 		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
@@ -469,7 +493,8 @@ func peerPod(ns, name, group, scheduler string) *corev1.Pod {
 }
 
 // probe waits until the fresh scheduler binds a one-pod hard tier-1 gang (for Kueue a one-pod Job
-// through its webhooks, admission and ungating), then removes it.
+// through its webhooks, admission and ungating), then removes it. With probeNode set (the tree is
+// full), the probe is a gang without network topology on that node, which only it tolerates.
 func (p *peerEnv) probe(s peerSched, sched *framework.Process) {
 	b, ctx := p.b, context.Background()
 	ns := newNamespace(b, p.cs, "probe")
@@ -482,10 +507,16 @@ func (p *peerEnv) probe(s peerSched, sched *framework.Process) {
 			b.Fatal(err)
 		}
 	} else {
-		if err := p.env.Client.Create(ctx, peerPodGroup(ns, g)); err != nil {
+		pg, pod := peerPodGroup(ns, g), peerPod(ns, "probe", "probe", s.schedulerName)
+		if p.probeNode != "" { // the tree is full: the probe runs on the node kept for it
+			pg.Spec.NetworkTopology = nil
+			pod.Spec.NodeSelector = map[string]string{corev1.LabelHostname: p.probeNode}
+			pod.Spec.Tolerations = []corev1.Toleration{{Key: probeTaint, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+		}
+		if err := p.env.Client.Create(ctx, pg); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, "probe", "probe", s.schedulerName), metav1.CreateOptions{}); err != nil {
+		if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

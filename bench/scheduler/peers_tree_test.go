@@ -148,19 +148,7 @@ func (t peerTree) create(b *testing.B, cs kubernetes.Interface, env *framework.E
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(t.peerSlots), resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
 	framework.Parallel(b, tpSetupPar, t.nodes, func(i int) error {
-		name := t.nodeName(i)
-		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: t.nodeLabels(i)}}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Phase: corev1.NodeRunning,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-		if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		n.Spec.Taints = nil // TaintNodesByCondition gave the new node a not-ready taint
-		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		return createReadyNode(ctx, cs, t.nodeName(i), t.nodeLabels(i), res, nil)
 	})
 	for tier := 1; tier <= t.tiers(); tier++ {
 		framework.Parallel(b, tpSetupPar, t.groups(tier), func(g int) error {
@@ -176,6 +164,23 @@ func (t peerTree) create(b *testing.B, cs kubernetes.Interface, env *framework.E
 				Spec: topologyv1alpha1.HyperNodeSpec{Tier: tier, Members: ms}})
 		})
 	}
+}
+
+// createReadyNode creates a Ready node with the labels, capacity and taints (no kubelet: the status
+// is written here).
+func createReadyNode(ctx context.Context, cs kubernetes.Interface, name string, labels map[string]string, res corev1.ResourceList, taints []corev1.Taint) error {
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Phase: corev1.NodeRunning,
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	n.Spec.Taints = taints // TaintNodesByCondition gave the new node a not-ready taint
+	_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	return err
 }
 
 // peerGang is one gang of the workload.

@@ -478,20 +478,7 @@ func setupCluster(b *testing.B, cs kubernetes.Interface, env *framework.Env, nod
 		corev1.ResourcePods: *resource.NewQuantity(tpNodePods, resource.DecimalSI)}
 	framework.Parallel(b, tpSetupPar, nodes, func(i int) error {
 		name := t.nodeName(i)
-		n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Labels: map[string]string{corev1.LabelHostname: name, "tp-rack": fmt.Sprintf("rack-%d", i/tpRack)}}}, metav1.CreateOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Phase: corev1.NodeRunning,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-		if n, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-		// The TaintNodesByCondition admission plugin gave the new node a not-ready taint.
-		n.Spec.Taints = nil
-		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		return createReadyNode(ctx, cs, name, map[string]string{corev1.LabelHostname: name, "tp-rack": fmt.Sprintf("rack-%d", i/tpRack)}, res, nil)
 	})
 	framework.Parallel(b, tpSetupPar, t.racks(), func(r int) error {
 		return env.Client.Create(ctx, &topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tp-rack-%d", r)},

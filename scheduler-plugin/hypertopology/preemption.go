@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +96,7 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, spec *gang.Spec) 
 	}
 	members := p.members(spec.Key)
 	units, skipped := p.victimUnits(spec, prio, nodes)
+	budgets := p.pdbBudgets(units)
 	var res *preempt.Result
 	var why string
 	p.tree.Read(func(t topology.Tree) {
@@ -111,6 +111,7 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, spec *gang.Spec) 
 		}
 		req.Held = p.res.allHeld(spec.Key, now)
 		req.Now = now
+		req.Budgets = budgets
 		if len(units) == 0 {
 			why = fmt.Sprintf("no running pod has a priority below %d (pods of equal or higher priority are never preempted)", prio)
 			return
@@ -141,7 +142,16 @@ func (p *Plugin) preempt(ctx context.Context, pod *corev1.Pod, spec *gang.Spec) 
 	}
 	p.evict(ctx, pod, spec, prio, res, now)
 	logger.V(2).Info("Gang preempts", "gang", spec.Key, "domain", res.Describe(), "victimUnits", len(res.Victims), "victimPods", res.VictimPods(), "cost", res.Cost.String(), "exact", res.Exact, "domainsChecked", res.Domains)
-	return fmt.Sprintf("gang %s preempts %d pod(s) of %d victim(s) in %s; waiting for them to leave", spec.Key, res.VictimPods(), len(res.Victims), res.Describe()), true
+	return fmt.Sprintf("gang %s preempts %d pod(s) of %d victim(s) in %s%s; waiting for them to leave", spec.Key, res.VictimPods(), len(res.Victims), res.Describe(), pdbNote(res)), true
+}
+
+// pdbNote reports the PodDisruptionBudget violations of a choice ("" for none): the chooser takes
+// such a domain only when every feasible domain of the tier violates some.
+func pdbNote(res *preempt.Result) string {
+	if res.Cost.PDBViolations == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of the pods violate a PodDisruptionBudget: no domain of that tier could be cleared without)", res.Cost.PDBViolations)
 }
 
 // preemptRequest is the victim chooser's request for the gang: the same demand, limit, anchor and
@@ -197,7 +207,6 @@ func (p *Plugin) victimUnits(spec *gang.Spec, prio int32, nodes []fwk.NodeInfo) 
 			units = append(units, &preempt.Unit{Key: v.Namespace + "/" + v.Name, Priority: corev1helpers.PodPriority(v), Pods: []preempt.Pod{p.victimPod(v)}})
 		}
 	}
-	p.markPDBViolations(units)
 	if len(notReclaimable) == 0 {
 		return units, ""
 	}
@@ -267,19 +276,28 @@ func (p *Plugin) victimPod(v *corev1.Pod) preempt.Pod {
 	return vp
 }
 
-// markPDBViolations marks the victim pods whose eviction would break a PodDisruptionBudget, the way
-// DefaultPreemption counts them: per budget, the unit's matching pods beyond disruptionsAllowed.
-// (Budgets are counted per unit: two units under one budget are each judged alone.)
-func (p *Plugin) markPDBViolations(units []*preempt.Unit) {
+// pdbBudgets marks each victim pod with the PodDisruptionBudgets it counts against (Pod.Budgets),
+// matched the way DefaultPreemption matches them: same namespace, a non-empty selector that selects
+// the pod's labels, the pod not already in the budget's status.disruptedPods. It returns each marked
+// budget's status.disruptionsAllowed (preempt.Request.Budgets): the chooser charges a victim set
+// against the budgets as one, so two victim units under one budget share its allowance.
+func (p *Plugin) pdbBudgets(units []*preempt.Unit) []int32 {
 	if p.pdbs == nil {
-		return
+		return nil
 	}
 	pdbs, err := p.pdbs.List(labels.Everything())
 	if err != nil || len(pdbs) == 0 {
-		return
+		return nil
 	}
+	sels := make([]labels.Selector, len(pdbs))
+	for i, pdb := range pdbs {
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && !sel.Empty() {
+			sels[i] = sel
+		}
+	}
+	index := map[int]int{} // pdbs index → budget index
+	var allowed []int32
 	for _, u := range units {
-		allowed := map[*policyv1.PodDisruptionBudget]int32{}
 		for i := range u.Pods {
 			v := &u.Pods[i]
 			obj, ok, err := p.pods.GetByKey(v.Namespace + "/" + v.Name)
@@ -287,27 +305,24 @@ func (p *Plugin) markPDBViolations(units []*preempt.Unit) {
 				continue
 			}
 			pod := obj.(*corev1.Pod)
-			for _, pdb := range pdbs {
-				if pdb.Namespace != pod.Namespace {
+			for j, pdb := range pdbs {
+				if sels[j] == nil || pdb.Namespace != pod.Namespace || !sels[j].Matches(labels.Set(pod.Labels)) {
 					continue
-				}
-				sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-				if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-					continue
-				}
-				if _, seen := allowed[pdb]; !seen {
-					allowed[pdb] = pdb.Status.DisruptionsAllowed
 				}
 				if _, disrupted := pdb.Status.DisruptedPods[pod.Name]; disrupted {
 					continue // already counted by the disruption controller
 				}
-				allowed[pdb]--
-				if allowed[pdb] < 0 {
-					v.ViolatesPDB = true
+				k, seen := index[j]
+				if !seen {
+					k = len(allowed)
+					index[j] = k
+					allowed = append(allowed, pdb.Status.DisruptionsAllowed)
 				}
+				v.Budgets = append(v.Budgets, k)
 			}
 		}
 	}
+	return allowed
 }
 
 // evict records the hold, then marks and deletes the victims (in the background: the scheduling
@@ -360,7 +375,7 @@ func (p *Plugin) evict(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, pr
 		list = strings.Join(names[:8], ", ") + fmt.Sprintf(", and %d more", len(names)-8)
 	}
 	p.events.gang(spec, pod, corev1.EventTypeNormal, gangcontract.ReasonGangPreempting,
-		fmt.Sprintf("preempting %d pod(s) of %d victim(s) to clear %s: %s", len(victims), len(res.Victims), res.Describe(), list))
+		fmt.Sprintf("preempting %d pod(s) of %d victim(s) to clear %s: %s%s", len(victims), len(res.Victims), res.Describe(), list, pdbNote(res)))
 	msg := fmt.Sprintf("preempted by gang %s (priority %d) to clear %s", spec.Key, prio, res.Describe())
 	for _, u := range res.Victims {
 		if !u.Gang {

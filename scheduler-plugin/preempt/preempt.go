@@ -9,10 +9,14 @@
 //     gang with placed pods only considers HyperNodes holding them); the first tier with a feasible
 //     domain wins, so the cleared domain is always of the lowest feasible tier.
 //   - Within the tier, the domain whose victims cost least (Cost.Less): fewest victim pods whose
-//     eviction violates a PodDisruptionBudget; then, priority by priority from the highest victim
+//     eviction violates a PodDisruptionBudget (the budgets shared by the whole victim set, see
+//     Request.Budgets); then, priority by priority from the highest victim
 //     priority down, the fewest victim units (a unit is a whole gang or a lone pod); then the fewest
 //     victim pods in total; then the least run time lost (younger victims first); then by name.
 //   - A unit is evicted whole: a gang's members outside the domain go too (and count in its cost).
+//   - Room is counted in pods of the gang's largest request per resource: exact when the pods ask
+//     the same; for mixed sizes sound (a cleared domain holds every pod) but conservative, by at most
+//     what the largest pod asks beyond each other pod (docs/scheduler.md, "Pods of different sizes").
 //
 // # Cost bound
 //
@@ -48,8 +52,9 @@ type Pod struct {
 	Requests        corev1.ResourceList
 	// Started is when the pod started (its run time is lost when it is evicted).
 	Started time.Time
-	// ViolatesPDB: evicting this pod (with the unit's others) breaks a PodDisruptionBudget.
-	ViolatesPDB bool
+	// Budgets are the PodDisruptionBudgets the pod counts against, as indexes into
+	// Request.Budgets (a budget that already lists the pod as disrupted is left out).
+	Budgets []int
 }
 
 // Unit is a victim candidate, evicted whole: a gang (every bound member, wherever it runs) or one
@@ -77,6 +82,11 @@ type Request struct {
 	Eligible func(*corev1.Node) bool
 	// Held are nodes another gang's preemption holds: not used, and their pods are no victims.
 	Held sets.Set[string]
+	// Budgets are the disruptions each PodDisruptionBudget still allows (status.disruptionsAllowed),
+	// indexed by Pod.Budgets. A victim set is charged, like DefaultPreemption charges a node's
+	// victims, one violation per pod that takes a budget below zero: the budgets are shared by all
+	// the set's pods (in a fixed order: units as listed, pods as listed).
+	Budgets []int32
 	// MaxCandidatesPerTier bounds the exact searches per tier (<= 0: 64); Budget the search nodes
 	// of each (<= 0: 4096).
 	MaxCandidatesPerTier int
@@ -119,6 +129,7 @@ func (r *Result) VictimPods() int {
 
 // Cost is a victim set's cost, compared lexicographically by Less.
 type Cost struct {
+	// PDBViolations counts the victim pods whose eviction takes a PodDisruptionBudget below zero.
 	PDBViolations int
 	// Units counts victim units per priority, highest priority first.
 	Units []PriorityCount

@@ -131,7 +131,12 @@ func (in *instance) nodeInfos() []fwk.NodeInfo {
 // bruteForce is the reference: for each tier up to maxTier, every domain of it and every subset of
 // the units; the cheapest subset of the lowest tier where any subset makes room, by the same Cost
 // order, with fit and cost computed here from scratch.
-func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now time.Time) (tier int, best *Cost) {
+//
+// budgets are the PodDisruptionBudgets' allowed disruptions (Pod.Budgets index them; nil for none):
+// a subset's violations are counted from scratch the way DefaultPreemption counts one node's victims,
+// pods in the order of the candidate list, each taking one from each of its budgets and violating when
+// one goes below zero.
+func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now time.Time, budgets []int32) (tier int, best *Cost) {
 	for tier = 1; tier <= maxTier; tier++ {
 		var domains [][]string
 		if tier == 1 {
@@ -160,12 +165,21 @@ func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now
 				}
 				c := Cost{}
 				by := map[int32]int{}
+				left := append([]int32(nil), budgets...)
 				for i, u := range cands {
 					if mask&(1<<i) == 0 {
 						continue
 					}
 					by[u.Priority]++
 					for _, p := range u.Pods {
+						violates := false
+						for _, b := range p.Budgets {
+							left[b]--
+							violates = violates || left[b] < 0
+						}
+						if violates {
+							c.PDBViolations++
+						}
 						c.Pods++
 						c.RunTime += now.Sub(p.Started)
 						if _, ok := free[p.Node]; ok {
@@ -198,6 +212,38 @@ func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now
 	return 0, nil
 }
 
+// compareWithBruteForce runs Choose for a gang of need pods limited to maxTier on the instance's
+// eligible units, and the brute force, and fails the test unless both find no domain, or the same
+// tier at the same least cost with an exact search. It returns Choose's result and the brute
+// force's cost (nil: no domain).
+func compareWithBruteForce(t *testing.T, i int, in *instance, units []*Unit, need, maxTier int, eligible func(*Unit) bool, now time.Time, budgets []int32) (*Result, *Cost) {
+	t.Helper()
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now, Budgets: budgets}
+	for p := 0; p < need; p++ {
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	var got *Result
+	var err error
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
+	wantTier, want := in.bruteForce(need, maxTier, eligible, now, budgets)
+	if want == nil {
+		if err == nil {
+			t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
+	}
+	if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
+		t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
+	}
+	if !got.Exact {
+		t.Fatalf("instance %d: search hit the budget on a small instance", i)
+	}
+	return got, want
+}
+
 // TestChooseMatchesBruteForce compares Choose with the brute force on random instances of up to 4
 // leaves × 8 nodes: same tier and same least cost, and the victims really make room.
 func TestChooseMatchesBruteForce(t *testing.T) {
@@ -218,30 +264,10 @@ func TestChooseMatchesBruteForce(t *testing.T) {
 			continue
 		}
 		need := 2 + rng.Intn(20)
-		maxTier := 1 + rng.Intn(2)
-		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: maxTier, Describe: fmt.Sprintf("highestTierAllowed %d", maxTier)}, Now: now}
-		for p := 0; p < need; p++ {
-			req.Pods = append(req.Pods, cpu(podCPU))
-		}
-		var got *Result
-		var err error
-		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
-		wantTier, want := in.bruteForce(need, maxTier, eligible, now)
+		got, want := compareWithBruteForce(t, i, in, units, need, 1+rng.Intn(2), eligible, now, nil)
 		checked++
 		if want == nil {
-			if err == nil {
-				t.Fatalf("instance %d: brute force finds no domain, Choose found %s with %v", i, got.Describe(), got.Cost)
-			}
 			continue
-		}
-		if err != nil {
-			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
-		}
-		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) {
-			t.Fatalf("instance %d: Choose cleared %s at cost %v; brute force: tier %d cost %v", i, got.Describe(), got.Cost, wantTier, *want)
-		}
-		if !got.Exact {
-			t.Fatalf("instance %d: search hit the budget on a small instance", i)
 		}
 		// The victims really make room in the chosen domain.
 		room := 0
@@ -288,6 +314,129 @@ func TestCostOrder(t *testing.T) {
 	}
 }
 
+// TestChooseSharedBudgetsMatchBruteForce: random instances as above whose pods count against a
+// few shared PodDisruptionBudgets (0-3 disruptions allowed each): Choose charges the whole victim
+// set against the shared budgets, and agrees with the brute force on tier and least cost.
+func TestChooseSharedBudgetsMatchBruteForce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewSource(5710))
+	checked, violating, shared := 0, 0, 0
+	for i := 0; i < 500; i++ {
+		in := newInstance(rng, 1+rng.Intn(4), now)
+		below := int32([]int{5, 10, 50}[rng.Intn(3)])
+		eligible := func(u *Unit) bool { return u.Priority < below }
+		var units []*Unit
+		for _, u := range in.units {
+			if eligible(u) {
+				units = append(units, u)
+			}
+		}
+		if len(units) > 12 {
+			continue
+		}
+		// 1-3 budgets allowing 0-7 disruptions; most units fall under one (all their pods), some
+		// pods under two.
+		budgets := make([]int32, 1+rng.Intn(3))
+		for b := range budgets {
+			budgets[b] = int32(rng.Intn(8))
+		}
+		for _, u := range in.units {
+			if rng.Intn(4) == 0 {
+				continue // no budget
+			}
+			b := rng.Intn(len(budgets))
+			for pi := range u.Pods {
+				u.Pods[pi].Budgets = []int{b}
+				if rng.Intn(8) == 0 {
+					u.Pods[pi].Budgets = append(u.Pods[pi].Budgets, (b+1)%len(budgets))
+				}
+			}
+		}
+		got, want := compareWithBruteForce(t, i, in, units, 2+rng.Intn(20), 1+rng.Intn(2), eligible, now, budgets)
+		checked++
+		if want == nil {
+			continue
+		}
+		if want.PDBViolations > 0 {
+			violating++
+		}
+		// A set whose units are each within their budget yet together exceed a shared one.
+		perBudget := map[int]int{}
+		alone := false
+		for _, u := range got.Victims {
+			n := map[int]int{}
+			for _, p := range u.Pods {
+				for _, b := range p.Budgets {
+					n[b]++
+					perBudget[b]++
+				}
+			}
+			for b, c := range n {
+				if int32(c) > budgets[b] {
+					alone = true
+				}
+			}
+		}
+		for b, c := range perBudget {
+			if int32(c) > budgets[b] && !alone {
+				shared++
+				break
+			}
+		}
+	}
+	t.Logf("%d instances checked, %d with violations, %d chosen sets violate only through a shared budget", checked, violating, shared)
+	if violating < 20 || shared < 5 {
+		t.Fatalf("%d instances had violations, %d only through a shared budget: the generator does not exercise the budgets", violating, shared)
+	}
+}
+
+// TestPDBViolationsChargedPerSharedBudget: two gangs of 2 pods under one budget that allows 2
+// disruptions are each within it, but together take it 2 below zero: their set costs 2 violations,
+// while a single gang of 4 pods under its own budget of 4 costs none and wins although it is more
+// pods.
+func TestPDBViolationsChargedPerSharedBudget(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := &instance{cache: topology.NewCache(), leaves: 2, leafOf: map[string]int{}, used: map[string]int{}}
+	for l := 0; l < 2; l++ {
+		var ms []topologyv1alpha1.MemberSpec
+		for i := 0; i < 2; i++ {
+			n := fmt.Sprintf("n%d-%d", l, i)
+			in.nodes = append(in.nodes, n)
+			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+			ms = append(ms, member(topologyv1alpha1.MemberTypeNode, n))
+			in.used[n] = nodeCPU
+		}
+		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
+			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
+	}
+	// leaf-0: gangs a and b, 4 pods each (one node each), both under budget 0 (allows 4);
+	// leaf-1: gang c, 8 pods over both nodes, under budget 1 (allows 8).
+	mk := func(key string, nodes []string, budget int) *Unit {
+		u := &Unit{Key: key, Gang: true}
+		for i := 0; i < 4*len(nodes); i++ {
+			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key, i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: nodes[i/4],
+				Requests: cpu(podCPU), Started: now.Add(-time.Minute), Budgets: []int{budget}})
+		}
+		return u
+	}
+	in.units = []*Unit{mk("ns/a", in.nodes[0:1], 0), mk("ns/b", in.nodes[1:2], 0), mk("ns/c", in.nodes[2:4], 1)}
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 1}, Now: now, Budgets: []int32{4, 8}}
+	for p := 0; p < 8; p++ { // the whole leaf
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	var got *Result
+	var err error
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units, req) })
+	if err != nil || got.HyperNode != "leaf-1" || got.Cost.PDBViolations != 0 {
+		t.Fatalf("got %+v, %v; want leaf-1 (gang c, within its budget)", got, err)
+	}
+	// Without gang c, leaf-0 is the only way: a and b are each within budget 0, together 4 over it.
+	in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), in.units[:2], req) })
+	if err != nil || got.HyperNode != "leaf-0" || got.Cost.PDBViolations != 4 || len(got.Victims) != 2 {
+		t.Fatalf("got %+v, %v; want leaf-0 with a and b and 4 violations of their shared budget", got, err)
+	}
+}
+
 // TestChoosePrefersDomainsWithoutPDBViolations: a leaf whose single victim is under a budget
 // loses to a leaf that needs two victims but violates none; with no other way the violating leaf
 // is chosen and the violation is in the cost.
@@ -311,14 +460,18 @@ func TestChoosePrefersDomainsWithoutPDBViolations(t *testing.T) {
 		u := &Unit{Key: key, Gang: true}
 		for i := 0; i < 4*len(nodes); i++ {
 			n := nodes[i/4]
-			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key, i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: n,
-				Requests: cpu(podCPU), Started: now.Add(-time.Minute), ViolatesPDB: pdb})
+			p := Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key, i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: n,
+				Requests: cpu(podCPU), Started: now.Add(-time.Minute)}
+			if pdb {
+				p.Budgets = []int{0}
+			}
+			u.Pods = append(u.Pods, p)
 		}
 		return u
 	}
 	guarded := mk("ns/guarded", in.nodes[:8], true)
 	in.units = []*Unit{guarded, mk("ns/a", in.nodes[8:12], false), mk("ns/b", in.nodes[12:16], false)}
-	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 1}, Now: now}
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 1}, Now: now, Budgets: []int32{0}} // the budget allows none
 	for p := 0; p < 32; p++ {
 		req.Pods = append(req.Pods, cpu(podCPU))
 	}

@@ -39,6 +39,8 @@ type unit struct {
 	freed map[int][]int64 // node index → resources freed (last entry: pod count)
 	cost  Cost            // cost of this unit alone (PDB, pods, run time)
 	stamp int             // the last domain that listed it (dedup)
+	order int             // its place in the caller's list: the order budgets are charged in
+	pdb   bool            // some pod counts against a budget
 }
 
 func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request) *search {
@@ -92,8 +94,8 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 	for i, name := range s.nodeSet {
 		s.byName[name] = i
 	}
-	for _, u := range units {
-		x := &unit{Unit: u, freed: map[int][]int64{}}
+	for i, u := range units {
+		x := &unit{Unit: u, freed: map[int][]int64{}, order: i}
 		held := false
 		for _, p := range u.Pods {
 			if req.Held.Has(p.Node) {
@@ -101,8 +103,8 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 				break
 			}
 			x.cost.Pods++
-			if p.ViolatesPDB {
-				x.cost.PDBViolations++
+			if len(p.Budgets) > 0 {
+				x.pdb = true
 			}
 			if !p.Started.IsZero() && req.Now.After(p.Started) {
 				x.cost.RunTime += req.Now.Sub(p.Started)
@@ -123,6 +125,7 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 			f[k]++
 		}
 		if !held { // a unit with pods on another preemptor's held nodes is that preemptor's victim
+			x.cost.PDBViolations = s.pdbViolations([]*unit{x})
 			s.units = append(s.units, x)
 		}
 	}
@@ -442,10 +445,9 @@ func (d *dom) branchAndBound(s *search) bool {
 }
 
 func (s *search) costOf(set []*unit) Cost {
-	var c Cost
+	c := Cost{PDBViolations: s.pdbViolations(set)}
 	by := map[int32]int{}
 	for _, u := range set {
-		c.PDBViolations += u.cost.PDBViolations
 		c.Pods += u.cost.Pods
 		c.RunTime += u.cost.RunTime
 		by[u.Priority]++
@@ -455,4 +457,45 @@ func (s *search) costOf(set []*unit) Cost {
 	}
 	sort.Slice(c.Units, func(i, j int) bool { return c.Units[i].Priority > c.Units[j].Priority })
 	return c
+}
+
+// pdbViolations counts the set's pods that take a shared budget below zero, the way
+// DefaultPreemption's filterPodsWithPDBViolation charges one node's victims: every pod takes one
+// disruption from each of its budgets, and violates when one of them goes below zero. Units are
+// charged in the caller's order (unit.order), so the count depends only on the set, and adding a
+// unit never lowers it (the search's pruning relies on that).
+func (s *search) pdbViolations(set []*unit) int {
+	if len(s.req.Budgets) == 0 {
+		return 0
+	}
+	var charged []*unit
+	for _, u := range set {
+		if u.pdb {
+			charged = append(charged, u)
+		}
+	}
+	if len(charged) == 0 {
+		return 0
+	}
+	sort.Slice(charged, func(i, j int) bool { return charged[i].order < charged[j].order })
+	left := append([]int32(nil), s.req.Budgets...)
+	n := 0
+	for _, u := range charged {
+		for _, p := range u.Pods {
+			violates := false
+			for _, b := range p.Budgets {
+				if b < 0 || b >= len(left) {
+					continue
+				}
+				left[b]--
+				if left[b] < 0 {
+					violates = true
+				}
+			}
+			if violates {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -116,6 +116,27 @@ func StartVolcanoScheduler(ctx context.Context, o NeighbourOptions) (*Process, e
 	return StartProcess(ctx, o, "vc-scheduler", args, httpOK("http://"+localproc.Loopback(health)+"/healthz"))
 }
 
+// StartKwok starts kwok (o.BinDir/kwok with kwok's default stages, kwok-stages.yaml beside it) managing
+// the nodes annotated localproc.KwokNodeAnnotation=KwokNodeValue (KwokNode): it keeps them Ready, runs
+// their pods (Running and Ready, as a kubelet reports them) and removes their deleted pods.
+func StartKwok(ctx context.Context, o NeighbourOptions) (*Process, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	port, err := localproc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c := localproc.KwokComponent(o.BinDir, o.Kubeconfig, filepath.Join(o.LogDir, "kwok"), localproc.KwokStages(o.BinDir), localproc.Loopback(port))
+	return startComponent(ctx, o, c)
+}
+
+// The annotation and value that put a node under StartKwok's kwok.
+const (
+	KwokNodeAnnotation = localproc.KwokNodeAnnotation
+	KwokNodeValue      = localproc.KwokNodeValue
+)
+
 // StartJobSetController starts jobset-controller with a configuration file: leader election and the
 // metrics endpoint off, its own cert rotation off, and its webhook server on a free loopback port with a
 // self-signed certificate written under LogDir. It registers the controller's JobSet mutating and

@@ -83,12 +83,18 @@ func (tr tree) top() string        { return tr.test + "-top" }
 
 func buildTree(t *testing.T, test string, racks, nodesPerRack int) tree {
 	t.Helper()
+	return buildTreeOf(t, test, racks, nodesPerRack, fakeNode)
+}
+
+// buildTreeOf is buildTree with the nodes made by mkNode (fakeNode, kwokNode).
+func buildTreeOf(t *testing.T, test string, racks, nodesPerRack int, mkNode func(t *testing.T, test, name string, labels map[string]string)) tree {
+	t.Helper()
 	tr := tree{test: test, rackOf: map[string]int{}}
 	for r := 0; r < racks; r++ {
 		var names []string
 		for i := 0; i < nodesPerRack; i++ {
 			n := fmt.Sprintf("%s-r%d-n%d", test, r, i)
-			fakeNode(t, test, n, map[string]string{"hb-rack": tr.rack(r)})
+			mkNode(t, test, n, map[string]string{"hb-rack": tr.rack(r)})
 			names = append(names, n)
 			tr.rackOf[n] = r
 		}

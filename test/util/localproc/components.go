@@ -173,26 +173,32 @@ func (c Cluster) KwokConfig() string { return filepath.Join(c.Dir, "kwok", "kwok
 
 // Kwok is the cluster's kwok: it manages the nodes annotated KwokNodeAnnotation=KwokNodeValue.
 func Kwok(c Cluster, bin string) Component {
-	pt := c.Ports()
-	config := "--config=" + KwokStages(bin)
+	config := KwokStages(bin)
 	if _, err := os.Stat(c.KwokConfig()); err == nil {
-		config = "--config=" + c.KwokConfig() // kwok's stages too, with held pods kept Running
+		config = c.KwokConfig() // kwok's stages too, with held pods kept Running
 	}
+	return KwokComponent(bin, c.Kubeconfig(), filepath.Join(c.Dir, "kwok"), config, Loopback(c.Ports().Kwok))
+}
+
+// KwokComponent is bin/kwok against the kubeconfig's cluster with the stage configuration config,
+// managing the nodes annotated KwokNodeAnnotation=KwokNodeValue (and their pods), working in workDir
+// and serving its health endpoint on addr (host:port).
+func KwokComponent(bin, kubeconfig, workDir, config, addr string) Component {
 	return Component{
 		Name: "kwok", Binary: filepath.Join(bin, "kwok"), StartTimeout: 60 * time.Second,
 		// KWOK_WORKDIR keeps kwok from reading a user's ~/.kwok/kwok.yaml.
-		Env: []string{"KWOK_WORKDIR=" + filepath.Join(c.Dir, "kwok")},
+		Env: []string{"KWOK_WORKDIR=" + workDir},
 		Args: []string{
-			"--kubeconfig=" + c.Kubeconfig(),
-			config,
+			"--kubeconfig=" + kubeconfig,
+			"--config=" + config,
 			"--manage-all-nodes=false",
 			"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
 			// Node and pod addresses are status strings only; keep them on loopback.
 			"--node-ip=127.0.0.1",
 			"--cidr=127.64.0.1/10",
-			"--server-address=" + Loopback(pt.Kwok),
+			"--server-address=" + addr,
 		},
-		Ready: HTTPReady(http.DefaultClient, "http://"+Loopback(pt.Kwok)+"/healthz", ""),
+		Ready: HTTPReady(http.DefaultClient, "http://"+addr+"/healthz", ""),
 	}
 }
 
