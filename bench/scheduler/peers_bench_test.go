@@ -776,7 +776,7 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 		}
 	}
 	fmt.Fprintf(&sb, "## size %s: %d nodes (8 CPU each), %d HyperNodes in %d tiers (setup %s); workload %d gangs (%d soft), %d pods of 1 CPU; runs in the order %s\n",
-		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames())
+		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames(aggs))
 	fmt.Fprintf(&sb, "%-12s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
 		"cpu-s/1kpod", "comp-cpu/1k", "rss-MiB", "rss-MiB/1k", "bind spread p99 / racks per gang by size / runs pods/s")
 	for k, s := range peerScheds {
@@ -836,10 +836,13 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 	return sb.String()
 }
 
-func orderNames() string {
+// orderNames is the order the rows ran in (those with runs: HB_PEERS_SCHEDULERS may leave some out).
+func orderNames(aggs []peerAgg) string {
 	var out []string
 	for _, k := range peerOrder {
-		out = append(out, peerScheds[k].name)
+		if len(aggs[k].runs) > 0 {
+			out = append(out, peerScheds[k].name)
+		}
 	}
 	return strings.Join(out, ", ")
 }
