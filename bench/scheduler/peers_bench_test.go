@@ -56,16 +56,24 @@ import (
 //
 // Per size the schedulers run one after another on fresh copies of the workload in the order
 // hyperbatch, volcano, volcano-gang, kueue, default and back (ABBA), each with a fresh process
-// warmed by one probe gang. Run:
+// warmed by one probe gang. Each run ends when every pod is bound or after HB_PEERS_TIMEOUT (default
+// 5 minutes), whichever comes first; the run is then judged on one List of its bound pods: a gang
+// all of whose members are bound is placed, one with some members bound and others not is partial
+// (those members hold nodes the gang cannot use), one with none bound is unplaced (partial gangs
+// are unplaced too). The watch of bound pods only times the bindings. Run (bench-run takes the
+// shared bench lock):
 //
-//	make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m
+//	bench-run env HB_PEERS_SIZES=1000 HB_PEERS_TIMEOUT=3m make bench-peers
 //
 // HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development); HB_PEERS_SCHEDULERS=a,b runs
-// only the named rows; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
+// only the named rows (its own results section and picture, so runs of different rows at one size
+// are kept apart); HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
 // Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
-// (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the scheduler section of
-// bench/results/peers.txt (HB_BENCH_RESULTS=off leaves it alone) and the pictures
-// bench/results/placement-<size>.svg.
+// (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the
+// section "scheduler <size>[ <rows>]" of bench/results/peers.txt and the picture
+// bench/results/placement-<size>[-<rows>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
+// SIGTERM stops every process the benchmark started (they run in process groups of their own)
+// before it exits.
 
 type peerSched struct {
 	name, schedulerName string
@@ -89,10 +97,8 @@ const (
 var peerOrder = []int{0, 1, 2, 3, 4, 4, 3, 2, 1, 0}
 
 const (
-	peerCreators     = 8               // parallel pod creators
-	peerPartialGrace = 2 * time.Second // a gang partly bound for longer than this counts as partial
-	peerSample       = 250 * time.Millisecond
-	peerKubeQPS      = 2000 // client QPS and burst of every scheduler: vc-scheduler's default
+	peerCreators = 8    // parallel pod creators
+	peerKubeQPS  = 2000 // client QPS and burst of every scheduler: vc-scheduler's default
 )
 
 func peerRunTimeout() time.Duration {
@@ -110,8 +116,8 @@ type peerRun struct {
 	gangs, placed   int
 	lowest          int             // placed gangs inside a HyperNode of their lowest feasible tier
 	aboveHard       int             // hard gangs above their highestTierAllowed
-	partial         int             // gangs seen partly bound for longer than peerPartialGrace
-	latency         []time.Duration // per gang: PodGroup create → last pod bound (unplaced: → the timeout, a lower bound)
+	partial         int             // gangs with some members bound and others not when the run ended (a quorum List)
+	latency         []time.Duration // per gang: PodGroup create → last pod bound (unplaced: → the end of the run, a lower bound)
 	spread          []time.Duration // per placed gang: first pod bound → last pod bound
 	cpu, compCPU    float64         // scheduler / companion CPU seconds during the workload
 	jobCPU          float64         // Kueue's runs: kube-controller-manager's Job controller, CPU seconds
@@ -215,6 +221,7 @@ func BenchmarkPeers(b *testing.B) {
 			b.StopTimer()
 			begin, load0 := time.Now(), framework.LoadAverage()
 			env, cs := startControlPlane(b)
+			defer onInterrupt.add(func() { _ = env.Stop() })()
 			dir := b.TempDir()
 			if keep := os.Getenv("HB_PEERS_LOGS"); keep != "" { // keep the processes' logs and profiles
 				dir = filepath.Join(keep, tree.label)
@@ -255,15 +262,20 @@ func BenchmarkPeers(b *testing.B) {
 				b.ReportMetric(aggs[k].lat(0.99).Seconds(), s.name+"-p99-s")
 			}
 			if os.Getenv("HB_BENCH_RESULTS") != "off" {
-				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s\n"+
-					"# make build bench-tools && KUBEBUILDER_ASSETS=$PWD/bin HB_PEERS_SIZES=%s HB_PEERS_TIMEOUT=%s go test ./bench/scheduler/ -run '^$' -bench Peers -benchtime=1x -timeout 120m\n",
-					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second), tree.sizeArg(), peerRunTimeout())
-				if err := framework.WriteResultSection("peers.txt", "scheduler "+tree.label, head+peerReport(tree, setupTook, aggs)); err != nil {
+				rows := ""
+				if only != "" {
+					rows = " HB_PEERS_SCHEDULERS=" + only
+				}
+				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s\n"+
+					"# bench-run env HB_PEERS_SIZES=%s%s HB_PEERS_TIMEOUT=%s make bench-peers\n",
+					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second),
+					peerRunTimeout(), tree.sizeArg(), rows, peerRunTimeout())
+				if err := framework.WriteResultSection("peers.txt", peerSection(tree, only), head+peerReport(tree, setupTook, aggs)); err != nil {
 					b.Errorf("writing bench/results/peers.txt: %v", err)
 				}
-			}
-			if err := writePlacementSVG(tree, aggs); err != nil {
-				b.Errorf("writing the placement picture: %v", err)
+				if err := writePlacementSVG(tree, only, aggs); err != nil {
+					b.Errorf("writing the placement picture: %v", err)
+				}
 			}
 			for k, s := range peerScheds {
 				for _, r := range aggs[k].runs {
@@ -274,6 +286,16 @@ func BenchmarkPeers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// peerSection is the results section of one size and selection of rows: "scheduler <size>" for every
+// row, "scheduler <size> <rows>" for HB_PEERS_SCHEDULERS=<rows>, so runs of different rows at one
+// size keep their own tables (each with its run's ratios).
+func peerSection(t peerTree, only string) string {
+	if only == "" {
+		return "scheduler " + t.label
+	}
+	return "scheduler " + t.label + " " + only
 }
 
 // peerEnv is one size's control plane.
@@ -298,6 +320,8 @@ type peerEnv struct {
 type peerProcs struct {
 	sched, comp, jobs *framework.Process
 	logDir            string
+	// unregister removes the processes from onInterrupt once stop has stopped them.
+	unregister []func()
 }
 
 // start starts the scheduler s and its companion, each a fresh process, and probes the scheduler.
@@ -322,16 +346,23 @@ func (p *peerEnv) start(s peerSched) *peerProcs {
 		pp.stop(b)
 		b.Fatal(err)
 	}
+	comp, jobs := pp.comp, pp.jobs
+	pp.unregister = append(pp.unregister, onInterrupt.add(func() { stopQuietly(comp, jobs) }))
 	if pp.sched, err = p.startScheduler(ctx, s, pp.logDir); err != nil {
 		pp.stop(b)
 		b.Fatal(err)
 	}
+	sched := pp.sched
+	pp.unregister = append(pp.unregister, onInterrupt.add(func() { stopQuietly(sched) }))
 	p.probe(s, pp.sched)
 	return pp
 }
 
 // stop stops every started process.
 func (pp *peerProcs) stop(b *testing.B) {
+	for _, remove := range pp.unregister {
+		remove()
+	}
 	for _, pr := range []*framework.Process{pp.sched, pp.comp, pp.jobs} {
 		if pr == nil {
 			continue
@@ -540,20 +571,18 @@ func (p *peerEnv) cleanup(s peerSched, ns string) {
 }
 
 // boundState follows the workload's pods through a watch of bound pods.
+// It times the bindings (when the watch saw each pod bound); which members ended up bound, and where,
+// comes from one List at the end of the run (finalBound).
 type boundState struct {
-	mu           sync.Mutex
-	size         map[string]int
-	bound        map[string]int // gang → pods bound
-	first, last  map[string]time.Time
-	nodes        map[string][]int
-	seen         map[string]bool
-	partialSince map[string]time.Time
-	partial      map[string]bool
-	total, n     int
-	done         chan struct{}
+	mu          sync.Mutex
+	bound       map[string]int // gang → pods bound
+	first, last map[string]time.Time
+	seen        map[string]bool
+	total, n    int
+	done        chan struct{}
 }
 
-func (s *boundState) add(t peerTree, pod *corev1.Pod, at time.Time) {
+func (s *boundState) add(pod *corev1.Pod, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.seen[pod.Name] || pod.Spec.NodeName == "" {
@@ -566,27 +595,9 @@ func (s *boundState) add(t peerTree, pod *corev1.Pod, at time.Time) {
 	}
 	s.bound[g]++
 	s.last[g] = at
-	s.nodes[g] = append(s.nodes[g], t.index(pod.Spec.NodeName))
 	s.n++
 	if s.n == s.total {
 		close(s.done)
-	}
-}
-
-// sample marks gangs partly bound for longer than peerPartialGrace.
-func (s *boundState) sample(now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for g, size := range s.size {
-		if n := s.bound[g]; n > 0 && n < size {
-			if since, ok := s.partialSince[g]; !ok {
-				s.partialSince[g] = now
-			} else if now.Sub(since) > peerPartialGrace {
-				s.partial[g] = true
-			}
-		} else {
-			delete(s.partialSince, g)
-		}
 	}
 }
 
@@ -599,7 +610,7 @@ func retryAfterError(ctx context.Context) {
 }
 
 // follow watches the namespace's bound pods until ctx ends.
-func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peerTree, ns string) {
+func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, ns string) {
 	sel := metav1.ListOptions{FieldSelector: "spec.nodeName!="}
 	for ctx.Err() == nil {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, sel)
@@ -609,7 +620,7 @@ func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peer
 		}
 		now := time.Now()
 		for i := range l.Items {
-			s.add(t, &l.Items[i], now)
+			s.add(&l.Items[i], now)
 		}
 		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: sel.FieldSelector, ResourceVersion: l.ResourceVersion})
 		if err != nil {
@@ -618,11 +629,37 @@ func (s *boundState) follow(ctx context.Context, cs kubernetes.Interface, t peer
 		}
 		for ev := range w.ResultChan() {
 			if pod, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				s.add(t, pod, time.Now())
+				s.add(pod, time.Now())
 			}
 		}
 		w.Stop()
 	}
+}
+
+// finalPlacement is where a run's pods were bound when it ended.
+type finalPlacement struct {
+	at    time.Time        // when the List was read
+	nodes map[string][]int // gang → the tree indexes of its bound members' nodes
+	pods  int              // bound pods
+}
+
+// finalBound lists the namespace's pods once (a quorum read, after the run's watch stopped): the
+// positive record of which members of each gang are bound, and where, that the run is judged on.
+func finalBound(cs kubernetes.Interface, t peerTree, ns string) (finalPlacement, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!="})
+	if err != nil {
+		return finalPlacement{}, fmt.Errorf("listing the bound pods of %s at the end of the run: %w", ns, err)
+	}
+	f := finalPlacement{at: time.Now(), nodes: map[string][]int{}}
+	for i := range l.Items {
+		pod := &l.Items[i]
+		g := pod.Annotations[gang.GroupNameAnnotation]
+		f.nodes[g] = append(f.nodes[g], t.index(pod.Spec.NodeName))
+		f.pods++
+	}
+	return f, nil
 }
 
 // workload submits the gangs in order (PodGroup, then its pods through peerCreators creators),
@@ -631,10 +668,9 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	b := p.b
 	ns := newNamespace(b, p.cs, "peers-"+s.name)
 	gangs := peerWorkload(p.tree)
-	st := &boundState{size: map[string]int{}, bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
-		nodes: map[string][]int{}, seen: map[string]bool{}, partialSince: map[string]time.Time{}, partial: map[string]bool{}, done: make(chan struct{})}
+	st := &boundState{bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
+		seen: map[string]bool{}, done: make(chan struct{})}
 	for _, g := range gangs {
-		st.size[g.name] = g.size
 		st.total += g.size
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -647,19 +683,7 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		admitted = &kueueAdmissions{at: map[string]time.Time{}}
 		go admitted.follow(ctx, p.cs, ns)
 	}
-	go st.follow(ctx, p.cs, p.tree, ns)
-	go func() {
-		tick := time.NewTicker(peerSample)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				st.sample(now)
-			}
-		}
-	}()
+	go st.follow(ctx, p.cs, ns)
 	created := make(map[string]time.Time, len(gangs))
 	type podRef struct {
 		gang string
@@ -714,6 +738,10 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		r.timedOut = true
 	}
 	cancel()
+	final, err := finalBound(p.cs, p.tree, ns)
+	if err != nil {
+		b.Fatalf("%s: %v", s.name, err)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	end := start
@@ -723,29 +751,38 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		}
 	}
 	if r.timedOut {
-		end = time.Now()
-		b.Logf("%s: %d of %d pods bound after %s; the run counts as %s long.\n%s", s.name, st.n, st.total, peerRunTimeout(), end.Sub(start).Round(time.Second), sched.LogTail(15))
+		end = final.at
+		b.Logf("%s: %d of %d pods bound after %s; the run counts as %s long.\n%s", s.name, final.pods, st.total, peerRunTimeout(), end.Sub(start).Round(time.Second), sched.LogTail(15))
 	}
-	r.elapsed, r.boundPods = end.Sub(start), st.n
+	r.elapsed, r.boundPods = end.Sub(start), final.pods
 	startCap := p.tree.emptyTier // every run starts on empty nodes (the previous run's pods are deleted)
 	for _, g := range gangs {
-		nodes := st.nodes[g.name]
+		nodes := final.nodes[g.name]
 		r.nodesOf[g.name] = nodes
-		if st.partial[g.name] {
-			r.partial++
-		}
 		if len(nodes) < g.size {
-			// Not placed when the run timed out: its time to placement is at least this long.
+			// Not placed when the run ended: its time to placement is at least this long. A gang
+			// with members bound and others not is partial: they hold nodes the gang cannot use.
+			if len(nodes) > 0 {
+				r.partial++
+			}
 			r.latency = append(r.latency, end.Sub(created[g.name]))
 			continue
 		}
 		r.placed++
-		r.latency = append(r.latency, st.last[g.name].Sub(created[g.name]))
+		last := st.last[g.name]
+		if st.bound[g.name] < g.size { // bound by the List's time, before the watch told
+			last = final.at
+		}
+		r.latency = append(r.latency, last.Sub(created[g.name]))
 		if at, ok := admitted.get(g.name); ok {
 			r.admit = append(r.admit, at.Sub(created[g.name]))
-			r.afterAdmit = append(r.afterAdmit, st.last[g.name].Sub(at))
+			r.afterAdmit = append(r.afterAdmit, last.Sub(at))
 		}
-		r.spread = append(r.spread, st.last[g.name].Sub(st.first[g.name]))
+		first := st.first[g.name]
+		if st.bound[g.name] == 0 {
+			first = last
+		}
+		r.spread = append(r.spread, last.Sub(first))
 		got := p.tree.lowestTier(nodes)
 		if got <= startCap(g.size) {
 			r.lowest++
@@ -776,7 +813,7 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 		}
 	}
 	fmt.Fprintf(&sb, "## size %s: %d nodes (8 CPU each), %d HyperNodes in %d tiers (setup %s); workload %d gangs (%d soft), %d pods of 1 CPU; runs in the order %s\n",
-		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames())
+		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames(aggs))
 	fmt.Fprintf(&sb, "%-12s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
 		"cpu-s/1kpod", "comp-cpu/1k", "rss-MiB", "rss-MiB/1k", "bind spread p99 / racks per gang by size / runs pods/s")
 	for k, s := range peerScheds {
@@ -836,10 +873,13 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 	return sb.String()
 }
 
-func orderNames() string {
+// orderNames is the order the rows ran in (those with runs: HB_PEERS_SCHEDULERS may leave some out).
+func orderNames(aggs []peerAgg) string {
 	var out []string
 	for _, k := range peerOrder {
-		out = append(out, peerScheds[k].name)
+		if len(aggs[k].runs) > 0 {
+			out = append(out, peerScheds[k].name)
+		}
 	}
 	return strings.Join(out, ", ")
 }

@@ -50,9 +50,15 @@ func (t peerTree) svgRows() []placementsvg.Row {
 	return rows
 }
 
-func writePlacementSVG(t peerTree, aggs []peerAgg) error {
+// writePlacementSVG writes bench/results/placement-<size>.svg, or placement-<size>-<rows>.svg for a
+// run of the rows HB_PEERS_SCHEDULERS names (only, joined by "-").
+func writePlacementSVG(t peerTree, only string, aggs []peerAgg) error {
 	svg := placementSVG(t, aggs)
-	path := filepath.Join(framework.RepoRoot(), "bench", "results", "placement-"+t.label+".svg")
+	name := "placement-" + t.label
+	if only != "" {
+		name += "-" + strings.ReplaceAll(only, ",", "-")
+	}
+	path := filepath.Join(framework.RepoRoot(), "bench", "results", name+".svg")
 	return os.WriteFile(path, []byte(svg), 0o644)
 }
 

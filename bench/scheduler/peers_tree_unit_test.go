@@ -43,7 +43,9 @@ func TestPlacementSVG(t *testing.T) {
 	tr := threeTier(100)
 	gangs := peerWorkload(tr)
 	r := peerRun{gangs: len(gangs), nodesOf: map[string][]int{gangs[0].name: {0, 0, 1}}, leaves: map[int][2]int{}}
-	svg := placementSVG(tr, []peerAgg{{runs: []peerRun{r}}, {}, {}})
+	aggs := make([]peerAgg, len(peerScheds)) // one panel per row; only hyperbatch ran
+	aggs[peerHB].runs = []peerRun{r}
+	svg := placementSVG(tr, aggs)
 	assert.True(t, strings.HasPrefix(svg, "<svg "))
 	assert.Contains(t, svg, gangs[0].name+" on tp-node-00000")
 	assert.Equal(t, 2, strings.Count(svg, "<title>"), "one rect per node a gang uses")

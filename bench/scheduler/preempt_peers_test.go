@@ -349,13 +349,12 @@ func (p *peerEnv) preemptRun(s peerSched) preemptRun {
 	ns := newNamespace(b, p.cs, "pre-"+s.name)
 	defer p.cleanup(s, ns)
 	gangs := preemptors(p.tree)
-	st := &boundState{size: map[string]int{}, bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
-		nodes: map[string][]int{}, seen: map[string]bool{}, partialSince: map[string]time.Time{}, partial: map[string]bool{}, done: make(chan struct{})}
+	st := &boundState{bound: map[string]int{}, first: map[string]time.Time{}, last: map[string]time.Time{},
+		seen: map[string]bool{}, done: make(chan struct{})}
 	for _, g := range gangs {
-		st.size[g.name] = g.size
 		st.total += g.size
 	}
-	go st.follow(wctx, p.cs, p.tree, ns)
+	go st.follow(wctx, p.cs, ns)
 	created := map[string]time.Time{}
 	start := time.Now()
 	errs := make(chan error, 1)
@@ -412,9 +411,14 @@ func (p *peerEnv) preemptRun(s peerSched) preemptRun {
 		saveVolcanoMetrics(b, pp.sched, pp.logDir)
 	}
 
+	// Judged on one List of the bound pods (finalBound), the watch only times the bindings.
+	final, err := finalBound(p.cs, p.tree, ns)
+	if err != nil {
+		b.Fatalf("%s: %v", s.name, err)
+	}
 	st.mu.Lock()
 	for _, g := range gangs {
-		nodes := st.nodes[g.name]
+		nodes := final.nodes[g.name]
 		if len(nodes) < g.size {
 			r.latency = append(r.latency, end.Sub(created[g.name]))
 			continue

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // RequiredKinds are the kinds every integration test may rely on; Start fails when one is not served.
@@ -121,6 +122,7 @@ func Start(opts Options) (*Env, error) {
 			return nil, fmt.Errorf("CRD directory %s is missing: run 'make crds' (upstream CRDs) or 'make generate' (ours): %w", d, err)
 		}
 	}
+	localproc.KeepInheritedFiles() // envtest's etcd and kube-apiserver inherit nothing of ours
 	te := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		CRDInstallOptions: envtest.CRDInstallOptions{

@@ -69,6 +69,7 @@ func Start(c Component, o StartOptions) (*Proc, error) {
 	if _, err := os.Stat(c.Binary); err != nil {
 		return nil, fmt.Errorf("%s: executable %s is missing (hack/tools.sh %s or make build builds it): %w", o.Process, c.Binary, c.Name, err)
 	}
+	KeepInheritedFiles()
 	p := &Proc{Component: c, Process: o.Process, LogPath: o.LogPath, PIDPath: o.PIDPath, done: make(chan struct{})}
 	logFile, err := os.Create(p.LogPath)
 	if err != nil {
