@@ -39,7 +39,13 @@ import (
 var controllerSetups = map[string]func(ctrl.Manager, options) error{
 	"workloadpolicy": func(m ctrl.Manager, _ options) error { return workloadpolicy.NewReconciler(m).SetupWithManager(m) },
 	"hyperjob":       func(m ctrl.Manager, _ options) error { return hyperjob.NewReconciler(m).SetupWithManager(m) },
-	"lifecycle":      func(m ctrl.Manager, _ options) error { return lifecycle.NewReconciler(m).SetupWithManager(m) },
+	"lifecycle": func(m ctrl.Manager, o options) error {
+		r := lifecycle.NewReconciler(m)
+		if o.mode == modeControlPlane {
+			r = r.OnKarmadaPlane()
+		}
+		return r.SetupWithManager(m)
+	},
 	// The admission policies' per-namespace params (policy mode; --admission).
 	"admissionparams": func(m ctrl.Manager, o options) error {
 		if o.admissionMode != admissionPolicy {

@@ -92,11 +92,19 @@ type Reconciler struct {
 	now      func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
 	nativeTTL *seenUIDs
-	// onPlane: the apiserver is a Karmada control plane (it serves ResourceBindings). Its Volcano
-	// Jobs are templates that run in member clusters, so an abort is only decided here (step 1 of
-	// abortVCJob); Karmada carries the decision to the member's copy, where that member's lifecycle
-	// controller carries it out (vcjob.go).
+	// onPlane: the manager runs on a Karmada control plane (--mode=control-plane; OnKarmadaPlane).
+	// Its Volcano Jobs are templates that run in member clusters, so an abort is only decided here
+	// (step 1 of abortVCJob); Karmada carries the decision to the member's copy, where that member's
+	// lifecycle controller carries it out (vcjob.go). A cluster that merely has Karmada's CRDs
+	// installed is not a plane: its Volcano Jobs run there.
 	onPlane bool
+}
+
+// OnKarmadaPlane marks the Reconciler as running on a Karmada control plane (the manager's
+// --mode=control-plane) and returns it.
+func (r *Reconciler) OnKarmadaPlane() *Reconciler {
+	r.onPlane = true
+	return r
 }
 
 // NewReconciler builds a Reconciler from the manager.
@@ -123,11 +131,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return true
 	}
-	rb := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
-	if _, err := mgr.GetRESTMapper().RESTMapping(rb.GroupKind(), rb.Version); err == nil {
-		r.onPlane = true
-	} else if !apimeta.IsNoMatchError(err) {
-		return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+	if r.onPlane {
+		rb := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
+		if _, err := mgr.GetRESTMapper().RESTMapping(rb.GroupKind(), rb.Version); apimeta.IsNoMatchError(err) {
+			return fmt.Errorf("%s: the manager runs in --mode=control-plane, but the apiserver serves no Karmada ResourceBindings: point --kubeconfig at the Karmada apiserver, or run with --mode=standalone", ControllerName)
+		} else if err != nil {
+			return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
+		}
 	}
 	// HyperJobs need Volcano Jobs (their children).
 	if serves(batchv1alpha1.SchemeGroupVersion.WithKind("Job")) {

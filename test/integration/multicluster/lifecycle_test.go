@@ -35,7 +35,7 @@ func TestLifecycleOnControlPlane(t *testing.T) {
 	defer cancel()
 	const ns, name = "lifecycle", "hl"
 	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	startHyperJobController(t, ns, func(m ctrl.Manager) error { return lifecycle.NewReconciler(m).SetupWithManager(m) })
+	startHyperJobController(t, ns, func(m ctrl.Manager) error { return lifecycle.NewReconciler(m).OnKarmadaPlane().SetupWithManager(m) })
 
 	hj := builders.MakeHyperJob(ns, name).ReplicatedJobs(
 		leafReplicatedJob("a", 1, 2, 1, kwokHold, "member1"),

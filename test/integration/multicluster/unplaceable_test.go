@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/membercluster"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // volcanoJobReplicaResource is the only customization the plane gets (this file sorts last, so the
@@ -57,8 +59,10 @@ end`
 // (a pod of 32 GPUs) fits no member (24 and 8 GPUs in all). With the replicaResource customization
 // Karmada's scheduler places the two and finds no cluster with enough resource for the third; while it does, every
 // PropagationPolicy stays suspended, any Work Karmada makes is suspended, and no member gets any child.
+// Then a 32-GPU node joins member2: all three children are released at once and run in their members,
+// and deleting the HyperJob removes them everywhere.
 func TestAllOrNothingWhileOneChildFitsNowhere(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	const ns, name = "allornothing", "hj2"
 	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
@@ -144,9 +148,57 @@ func TestAllOrNothingWhileOneChildFitsNowhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, releases, "no release")
 
-	// Deleting the HyperJob leaves nothing on the plane.
+	// Room appears: a node of 32 GPUs joins member2. Karmada's cluster status controller adds it to
+	// member2's resourceSummary, its scheduler's retry of the failed binding then finds member2, and
+	// only then (every child has a cluster) are all three children released and dispatched.
+	room := localproc.MemberNodeObject(localproc.MemberNode{Name: "m2-room", GPUs: 32})
+	require.NoError(t, members["member2"].Client.Create(ctx, room))
+	t.Cleanup(func() { _ = members["member2"].Client.Delete(context.Background(), room) })
+	want := map[string]string{"hj2-ok-0": "member1", "hj2-ok-1": "member1", "hj2-huge-0": "member2"}
+	waitFor(ctx, t, "all three children released and running or finished in their members", func(ctx context.Context) (bool, string) {
+		var states []string
+		done := 0
+		for child, m := range want {
+			var j batchv1alpha1.Job
+			if err := members[m].Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: child}, &j); err != nil {
+				states = append(states, fmt.Sprintf("%s in %s: %v", child, m, err))
+				continue
+			}
+			phase := j.Status.State.Phase
+			states = append(states, fmt.Sprintf("%s in %s: %s", child, m, phase))
+			if phase == batchv1alpha1.Running || phase == batchv1alpha1.Completed {
+				done++
+			}
+		}
+		sort.Strings(states)
+		return done == len(want), strings.Join(states, "; ")
+	})
+	releases, err = hyperJobEvents(ctx, ns, name, hyperjob.ReasonDispatchingChildren)
+	require.NoError(t, err)
+	assert.Len(t, releases, 1, "one release, once every child had a cluster")
+	var pods corev1.PodList
+	require.NoError(t, members["member2"].Client.List(ctx, &pods, client.InNamespace(ns)))
+	require.NotEmpty(t, pods.Items, "the huge child's pod in member2")
+	for _, p := range pods.Items {
+		assert.Equal(t, room.Name, p.Spec.NodeName, "pod %s of 32 GPUs runs on the node that made the room", p.Name)
+	}
+
+	// Deleting the HyperJob leaves nothing on the plane or in the members.
 	require.NoError(t, plane.Client.Delete(ctx, hj))
-	waitFor(ctx, t, "the held children gone from the plane", func(ctx context.Context) (bool, string) {
+	waitFor(ctx, t, "the children gone from every member", func(ctx context.Context) (bool, string) {
+		var left []string
+		for _, m := range sortedNames() {
+			var jobs batchv1alpha1.JobList
+			if err := members[m].Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			for _, j := range jobs.Items {
+				left = append(left, m+"/"+j.Name)
+			}
+		}
+		return len(left) == 0, strings.Join(left, " ")
+	})
+	waitFor(ctx, t, "the children gone from the plane", func(ctx context.Context) (bool, string) {
 		var left []string
 		for _, l := range []client.ObjectList{&batchv1alpha1.JobList{}, &policyv1alpha1.PropagationPolicyList{}, &workv1alpha2.ResourceBindingList{}} {
 			if err := plane.Client.List(ctx, l, client.InNamespace(ns)); err != nil {

@@ -70,6 +70,14 @@ var KarmadaControllerManagerScaleArgs = []string{
 // 40/60) for the same reason (CHANGELOG-1.14.md, karmada#6095).
 var KarmadaSchedulerScaleArgs = []string{"--kube-api-qps=200", "--kube-api-burst=400"}
 
+// KarmadaSchedulerRetryArgs bound how long karmada-scheduler waits before it tries a binding that
+// failed to schedule again. Its queue (PriorityBasedScheduling off, the default) retries with
+// exponential backoff from --rate-limiter-base-delay 5ms to --rate-limiter-max-delay (default 1000s),
+// so a binding that failed for a minute is next tried minutes after room appears in a member; a
+// HyperJob held for all-or-nothing waits that long. 10s is the same order as the members' status
+// refresh (--cluster-status-update-frequency, 10s), the other delay before room is seen.
+var KarmadaSchedulerRetryArgs = []string{"--rate-limiter-max-delay=10s"}
+
 // karmadaPlaneControllers are the kube-controller-manager controllers a Karmada plane needs:
 // namespace deletion and garbage collection (the owner references Karmada and hyperbatch write).
 var karmadaPlaneControllers = []string{"namespace-controller", "garbage-collector-controller"}
@@ -260,7 +268,7 @@ func UpKarmadaPlane(ctx context.Context, c Cluster, bin string, o KarmadaOptions
 			"--enable-scheduler-estimator=false",
 			"--metrics-bind-address=" + Loopback(pt.KarmadaSchedulerMetrics),
 			"--health-probe-bind-address=" + Loopback(pt.KarmadaSchedulerHealth),
-		}, KarmadaSchedulerScaleArgs...),
+		}, append(append([]string{}, KarmadaSchedulerScaleArgs...), KarmadaSchedulerRetryArgs...)...),
 		Ready: HTTPReady(http.DefaultClient, "http://"+Loopback(pt.KarmadaSchedulerHealth)+"/healthz", ""),
 	}
 	if err := start(ctx, c, Stage{kcm, cm, sched}); err != nil {
