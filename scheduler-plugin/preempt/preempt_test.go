@@ -390,16 +390,13 @@ func TestChooseSharedBudgetsMatchBruteForce(t *testing.T) {
 	}
 }
 
-// TestPDBViolationsChargedPerSharedBudget: two gangs of 2 pods under one budget that allows 2
-// disruptions are each within it, but together take it 2 below zero: their set costs 2 violations,
-// while a single gang of 4 pods under its own budget of 4 costs none and wins although it is more
-// pods.
-func TestPDBViolationsChargedPerSharedBudget(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	in := &instance{cache: topology.NewCache(), leaves: 2, leafOf: map[string]int{}, used: map[string]int{}}
-	for l := 0; l < 2; l++ {
+// fullLeaves is an instance of the given number of tier-1 leaves of nodesPerLeaf nodes each (named
+// n<leaf>-<i>, leaf-<leaf>), every node fully used; the caller adds the units.
+func fullLeaves(leaves, nodesPerLeaf int) *instance {
+	in := &instance{cache: topology.NewCache(), leaves: leaves, leafOf: map[string]int{}, used: map[string]int{}}
+	for l := 0; l < leaves; l++ {
 		var ms []topologyv1alpha1.MemberSpec
-		for i := 0; i < 2; i++ {
+		for i := 0; i < nodesPerLeaf; i++ {
 			n := fmt.Sprintf("n%d-%d", l, i)
 			in.nodes = append(in.nodes, n)
 			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
@@ -409,6 +406,16 @@ func TestPDBViolationsChargedPerSharedBudget(t *testing.T) {
 		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
 			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
 	}
+	return in
+}
+
+// TestPDBViolationsChargedPerSharedBudget: two gangs of 2 pods under one budget that allows 2
+// disruptions are each within it, but together take it 2 below zero: their set costs 2 violations,
+// while a single gang of 4 pods under its own budget of 4 costs none and wins although it is more
+// pods.
+func TestPDBViolationsChargedPerSharedBudget(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := fullLeaves(2, 2)
 	// leaf-0: gangs a and b, 4 pods each (one node each), both under budget 0 (allows 4);
 	// leaf-1: gang c, 8 pods over both nodes, under budget 1 (allows 8).
 	mk := func(key string, nodes []string, budget int) *Unit {
@@ -442,19 +449,7 @@ func TestPDBViolationsChargedPerSharedBudget(t *testing.T) {
 // is chosen and the violation is in the cost.
 func TestChoosePrefersDomainsWithoutPDBViolations(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	in := &instance{cache: topology.NewCache(), leaves: 2, leafOf: map[string]int{}, used: map[string]int{}}
-	for l := 0; l < 2; l++ {
-		var ms []topologyv1alpha1.MemberSpec
-		for i := 0; i < 8; i++ {
-			n := fmt.Sprintf("n%d-%d", l, i)
-			in.nodes = append(in.nodes, n)
-			in.cache.AddOrUpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-			ms = append(ms, member(topologyv1alpha1.MemberTypeNode, n))
-			in.used[n] = nodeCPU
-		}
-		in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%d", l)},
-			Spec: topologyv1alpha1.HyperNodeSpec{Tier: 1, Members: ms}})
-	}
+	in := fullLeaves(2, 8)
 	// leaf-0: one gang of 32 pods under a budget; leaf-1: two gangs of 16.
 	mk := func(key string, nodes []string, pdb bool) *Unit {
 		u := &Unit{Key: key, Gang: true}
