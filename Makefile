@@ -118,7 +118,7 @@ bench-tools: ## What only the benchmarks need (never make test or CI): Kueue's m
 
 .PHONY: bench-peers
 bench-peers: test-tools crds build bench-tools ## The peers benchmark alone (hyperbatch, Volcano, Volcano without network-topology-aware, Kueue TAS, the stock profile); HB_PEERS_SIZES=1000 for one size.
-	$(GO) test -run '^$$' -bench 'Peers' -benchtime=1x -timeout 120m ./bench/scheduler/
+	$(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime=1x -timeout 120m ./bench/scheduler/
 
 .PHONY: bench
 bench: test-tools crds build bench-tools ## Benchmarks under bench/ (results and ratios land in bench/results/).
