@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
 )
@@ -56,12 +57,15 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
 		setupFloorPatch: {floorPatchConfiguration(mwc.Webhooks[0].ClientConfig)},
-		setupPolicy:     admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
-		setupMAPNoop:    noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
-		setupMAPNoopAC:  noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
-		setupVAPNoop:    noopValidatingPolicy(),
+		setupPolicy:     policyObjects(),
+		// The breakdown: the CREATE defaults alone, then with the checks (policy adds the warnings).
+		setupPolicyMutate:       policyObjects(admissionpolicy.CreatePolicyName(defaults.KindPod)),
+		setupPolicyMutateChecks: policyObjects(admissionpolicy.CreatePolicyName(defaults.KindPod), admissionpolicy.CheckPolicyName(defaults.KindPod)),
+		setupMAPNoop:            noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
+		setupMAPNoopAC:          noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
+		setupVAPNoop:            noopValidatingPolicy(),
 	}
-	all := []burstSetup{setupPolicy, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
+	all := []burstSetup{setupPolicy, setupPolicyMutateChecks, setupPolicyMutate, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
 	half, partial := all, false
 	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
 		half, partial = nil, true
@@ -117,12 +121,12 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 40m\n")
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicy} {
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicyMutate, setupPolicyMutateChecks, setupPolicy} {
 			if _, ok := rounds[s]; !ok {
 				continue
 			}
 			r := avg(s)
-			fmt.Fprintf(&sb, "%-10s %6.0f pods/s  create p99 %7.2f ms  apiserver CPU %6.0f µs/pod\n", s, r.rps, ms(r.p99), float64(r.cpuPerPod)/float64(time.Microsecond))
+			fmt.Fprintf(&sb, "%-20s %6.0f pods/s  create p99 %7.2f ms  apiserver CPU %6.0f µs/pod\n", s, r.rps, ms(r.p99), float64(r.cpuPerPod)/float64(time.Microsecond))
 		}
 		ratio := func(name, goal string, a, base burstSetup, p99 bool) {
 			ra, okA := rounds[a]
@@ -135,10 +139,13 @@ func BenchmarkAdmissionModes(b *testing.B) {
 				x = float64(avg(a).p99) / float64(avg(base).p99)
 			}
 			b.ReportMetric(x, strings.ReplaceAll(name, " ", "-"))
-			fmt.Fprintf(&sb, "%-28s %.2fx%s\n", name, x, goal)
+			fmt.Fprintf(&sb, "%-42s %.2fx%s\n", name, x, goal)
 		}
 		ratio("policy/none pods/s", " (goal >= 0.95x)", setupPolicy, setupNone, false)
 		ratio("policy/map-noop pods/s", "", setupPolicy, setupMAPNoop, false)
+		ratio("policy-mutate/map-noop pods/s", "", setupPolicyMutate, setupMAPNoop, false)
+		ratio("policy-mutate-checks/policy-mutate pods/s", "", setupPolicyMutateChecks, setupPolicyMutate, false)
+		ratio("policy/policy-mutate-checks pods/s", "", setupPolicy, setupPolicyMutateChecks, false)
 		ratio("webhook/floor pods/s", " (goal >= 0.95x)", setupHyperbatch, setupFloor, false)
 		ratio("webhook/floor create p99", " (goal <= 1.20x)", setupHyperbatch, setupFloor, true)
 		ratio("webhook/floor-patch pods/s", "", setupHyperbatch, setupFloorPatch, false)
@@ -154,7 +161,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			for _, r := range rounds[s] {
 				parts = append(parts, fmt.Sprintf("%.0f pods/s p99 %.1f ms %.0f µs/pod", r.rps, ms(r.p99), float64(r.cpuPerPod)/float64(time.Microsecond)))
 			}
-			fmt.Fprintf(&sb, "rounds %-10s %s\n", s, strings.Join(parts, "; "))
+			fmt.Fprintf(&sb, "rounds %-20s %s\n", s, strings.Join(parts, "; "))
 		}
 		fmt.Fprintf(&sb, "# load average at end: %s; run through bench-run (the benchmark's cpu cgroup has priority over the other work on the machine)\n", framework.LoadAverage())
 		fmt.Print(sb.String())
@@ -255,6 +262,18 @@ func noopValidatingPolicy() []client.Object {
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding,
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}},
 	}
+}
+
+// policyObjects are hyperbatch's admission policies of policy mode and their bindings; with names,
+// only those policies (and their bindings).
+func policyObjects(names ...string) []client.Object {
+	var out []client.Object
+	for _, o := range admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}) {
+		if len(names) == 0 || slices.Contains(names, o.GetName()) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func joinSetups(order []burstSetup) string {

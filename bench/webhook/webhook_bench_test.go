@@ -414,6 +414,10 @@ const (
 	setupNone       burstSetup = "none"
 	// setupPolicy: hyperbatch's admission policies (policy mode), no webhook for Pods.
 	setupPolicy burstSetup = "policy"
+	// setupPolicyMutate: policy mode's CREATE MutatingAdmissionPolicy alone; setupPolicyMutateChecks:
+	// with the checks ValidatingAdmissionPolicy (BenchmarkAdmissionModes' breakdown of policy).
+	setupPolicyMutate       burstSetup = "policy-mutate"
+	setupPolicyMutateChecks burstSetup = "policy-mutate-checks"
 	// setupMAPNoop: one MutatingAdmissionPolicy that changes no burst Pod; setupVAPNoop: one
 	// ValidatingAdmissionPolicy that refuses no burst Pod (BenchmarkAdmissionModes).
 	// setupFloorPatch: one mutating webhook that answers with a one-operation patch.
@@ -427,7 +431,9 @@ const (
 func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
 
 // defaults reports whether Pods are defaulted under setup.
-func (s burstSetup) defaults() bool { return s == setupHyperbatch || s == setupPolicy }
+func (s burstSetup) defaults() bool {
+	return s == setupHyperbatch || s == setupPolicy || s == setupPolicyMutate || s == setupPolicyMutateChecks
+}
 
 // burstResult is one burst round: its rate and the p99 of its creations' latency.
 type burstResult struct {
@@ -530,8 +536,17 @@ func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) burst
 // passed to the no-op exactly under the floor's.
 func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Object, setup burstSetup, tag string) {
 	ctx := context.Background()
+	// Set-ups share objects (policy's breakdown set-ups are some of its policies): one of the
+	// chosen set-up's is never deleted.
+	chosen := map[string]bool{}
+	for _, obj := range setups[setup] {
+		chosen[fmt.Sprintf("%T/%s", obj, obj.GetName())] = true
+	}
 	for s, objs := range setups {
 		for _, obj := range objs {
+			if s != setup && chosen[fmt.Sprintf("%T/%s", obj, obj.GetName())] {
+				continue
+			}
 			o := obj.DeepCopyObject().(client.Object)
 			var err error
 			if s == setup {
