@@ -19,9 +19,11 @@ const ParamsName = "hyperbatch-admission"
 // ParamsLabel marks the param ConfigMaps (value "true"); the manager watches and lists them by it.
 const ParamsLabel = "hyperbatch.dev/admission-params"
 
-// Keys of the param ConfigMap's data. Values the policies read are strings; the defaulted-by value
-// and the warning of fill combination m (a sum of the field bits below) are under
-// KeyPodDefaultedBy+m and KeyPodWarning+m.
+// Keys of the param ConfigMap's data. Values the policies read are strings. Fill combination m (a
+// sum of the field bits below, 1 to 15) has its defaulted-by value on line m of
+// KeyPodDefaultedByList and its warning on line m of KeyPodWarnings: few keys, because every
+// ValidatingAdmissionPolicy converts the whole ConfigMap for every request it judges (docs/webhooks.md,
+// "Cost").
 const (
 	KeyPolicy                 = "policy"
 	KeyPodQueue               = "pod.queue"
@@ -33,12 +35,11 @@ const (
 	KeyPodTopologyMode        = "pod.topologyMode"
 	KeyPodTopologyTier        = "pod.topologyTier"
 	KeyPodTopologySkip        = "pod.topologySkip"
-	KeyPodDefaultedBy         = "pod.defaultedBy."
-	KeyPodWarning             = "pod.warning."
 	// KeyPodDefaultedByList are the defaulted-by values of combinations 1 to 15, one a line (an
-	// empty line for a combination the namespace never fills): the warning policy finds the
-	// combination a stored value came from with one indexOf instead of 15 lookups.
+	// empty line for a combination the namespace never fills).
 	KeyPodDefaultedByList = "pod.defaultedByList"
+	// KeyPodWarnings are the "defaulted" warnings of combinations 1 to 15, one a line.
+	KeyPodWarnings = "pod.warnings"
 	// KeyQueueRules are the allowed-queue rules (defaults.QueueRules): rules separated by a blank
 	// line, each its refusal message on the first line and its allowed queues on the next ones.
 	KeyQueueRules = "queueRules"
@@ -107,25 +108,25 @@ func Params(ns defaults.Namespace, pols *defaults.Policies, priorityClass Priori
 			}
 		}
 	}
+	defaultedBy, warnings := make([]string, podAllBits), make([]string, podAllBits)
 	for m := 1; m <= podAllBits; m++ {
 		pod := probePod(m, false)
 		r := defaults.Pod(pod, ns, pols)
 		if fillBits(r) != m {
 			continue // the namespace has no default for some field of m: the policies never ask for m
 		}
-		data[KeyPodDefaultedBy+strconv.Itoa(m)] = r.DefaultedBy
 		n := ""
 		if m&podBitPriority != 0 {
 			n = note
 		}
-		data[KeyPodWarning+strconv.Itoa(m)] = defaults.DefaultedWarning(r.Fills, podValue(pod), n)
+		// One a line: a line break inside a value (none of the engine's has one) would shift the
+		// combinations after it.
+		defaultedBy[m-1] = oneLine(r.DefaultedBy)
+		warnings[m-1] = oneLine(defaults.DefaultedWarning(r.Fills, podValue(pod), n))
 	}
-	list := make([]string, podAllBits)
-	for m := 1; m <= podAllBits; m++ {
-		list[m-1] = data[KeyPodDefaultedBy+strconv.Itoa(m)]
-	}
-	if strings.Join(list, "") != "" {
-		data[KeyPodDefaultedByList] = strings.Join(list, "\n")
+	if strings.Join(defaultedBy, "") != "" {
+		data[KeyPodDefaultedByList] = strings.Join(defaultedBy, "\n")
+		data[KeyPodWarnings] = strings.Join(warnings, "\n")
 	}
 	if _, ok := data[KeyPodTopologyMode]; ok {
 		r := defaults.Pod(probePod(podBitTopology, true), ns, pols)
@@ -145,6 +146,9 @@ func Params(ns defaults.Namespace, pols *defaults.Policies, priorityClass Priori
 	}
 	return data, nil
 }
+
+// oneLine replaces line breaks with spaces.
+func oneLine(s string) string { return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s) }
 
 // ParamsObject is the param ConfigMap of namespace with data.
 func ParamsObject(namespace string, data map[string]string) *corev1.ConfigMap {

@@ -45,11 +45,15 @@ func TestParams(t *testing.T) {
 	assert.Equal(t, "hyperbatch-scheduler", data[KeyPodSchedulerName])
 	assert.Equal(t, "hard", data[KeyPodTopologyMode])
 	assert.Equal(t, "2", data[KeyPodTopologyTier])
+	defaultedBy, warnings := strings.Split(data[KeyPodDefaultedByList], "\n"), strings.Split(data[KeyPodWarnings], "\n")
+	require.Len(t, defaultedBy, podAllBits)
+	require.Len(t, warnings, podAllBits)
 	for m := 1; m <= podAllBits; m++ {
-		assert.NotEmpty(t, data[KeyPodDefaultedBy+itoa(m)], "combination %d", m)
+		assert.NotEmpty(t, defaultedBy[m-1], "combination %d", m)
+		assert.NotEmpty(t, warnings[m-1], "combination %d", m)
 	}
-	assert.Equal(t, "team-a/queue,priorityClassName,schedulerName,networkTopology", data[KeyPodDefaultedBy+"15"])
-	assert.Contains(t, data[KeyPodWarning+"2"], "spec.priority=1000, spec.preemptionPolicy=PreemptLowerPriority from PriorityClass batch-normal")
+	assert.Equal(t, "team-a/queue,priorityClassName,schedulerName,networkTopology", defaultedBy[15-1])
+	assert.Contains(t, warnings[2-1], "spec.priority=1000, spec.preemptionPolicy=PreemptLowerPriority from PriorityClass batch-normal")
 	assert.Equal(t, ` is not allowed in namespace "ml": WorkloadPolicy "team-a" allows only "team-a", "shared"`+"\nteam-a\nshared", data[KeyQueueRules])
 	assert.Contains(t, data[KeyPodTopologySkip], "was not defaulted: it would contradict ")
 	assert.NotContains(t, data, KeyPodPriorityClassDenial)
@@ -63,10 +67,10 @@ func TestParams(t *testing.T) {
 	// The namespace's queue annotation wins; no policy: nothing but the namespace's queue.
 	data, err = Params(defaults.Namespace{Name: "solo", Annotations: map[string]string{defaults.QueueNameAnnotation: "own"}}, pols, classes())
 	require.NoError(t, err)
-	assert.Equal(t, map[string]string{KeyPodQueue: "own", KeyPodDefaultedBy + "1": "namespace:solo/queue",
+	assert.Equal(t, map[string]string{KeyPodQueue: "own",
 		// combination 1 on the first line, the 14 others empty
 		KeyPodDefaultedByList: "namespace:solo/queue" + strings.Repeat("\n", 14),
-		KeyPodWarning + "1":   "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)"}, data)
+		KeyPodWarnings:        "hyperbatch: defaulted metadata.annotations[scheduling.volcano.sh/queue-name]=own from namespace solo (annotation scheduling.volcano.sh/queue-name)" + strings.Repeat("\n", 14)}, data)
 
 	// An invalid policy's allowed queues apply (fail closed), with its message.
 	bad := builders.MakePolicy("bad").Weight(100).InvalidSelector().AllowedQueues("x").Obj()

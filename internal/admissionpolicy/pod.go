@@ -56,6 +56,13 @@ func podPredicates(obj, prefix string) []variable {
 	}
 }
 
+// podCreateVariables are the CREATE mutation's variables: the predicates, and newDefaultedBy, the
+// defaulted-by value of the fill combination (line newBits of the list).
+func podCreateVariables() []variable {
+	return append(podPredicates("object", "new"), variable{"newDefaultedBy",
+		"variables.newBits == 0 ? '' : params.data[?" + cel(KeyPodDefaultedByList) + "].orValue('').split('\\n')[variables.newBits - 1]"})
+}
+
 // podDefaultedByMerge is the defaulted-by value after a fill of combination variables.newBits: the
 // request's value with the combination's entries merged in, as the engine merges them (sources in
 // first-seen order, each source's fields in the canonical order).
@@ -65,7 +72,7 @@ func podDefaultedByMerge() string {
 		order = append(order, cel(f))
 	}
 	fields := "[" + strings.Join(order, ", ") + "]"
-	add := "params.data[" + cel(KeyPodDefaultedBy) + " + string(variables.newBits)]"
+	add := "variables.newDefaultedBy"
 	existing := "variables.newAnn[?" + cel(hbv1.DefaultedByAnnotation) + "].orValue('').trim()"
 	// ex: the request's entries; nw: the combination's. An existing entry of a source nw also has
 	// gets the union of both field lists; nw's other entries follow.
@@ -244,7 +251,7 @@ func podWarnings() []validation {
 	return []validation{
 		{
 			expression: "variables.filled == 0 || variables.refused",
-			message:    "params.data[" + cel(KeyPodWarning) + " + string(variables.filled)]",
+			message:    "params.data[" + cel(KeyPodWarnings) + "].split('\\n')[variables.filled - 1]",
 		},
 		{
 			expression: "!(variables.newTopologyOpen && variables.newPinned && " + cel(KeyPodTopologySkip) + " in params.data) || variables.refused",

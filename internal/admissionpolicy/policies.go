@@ -39,7 +39,7 @@ func Programs() []Program {
 		}
 		out = append(out, Program{
 			Kind:       spec.Kind,
-			createVars: podPredicates("object", "new"),
+			createVars: podCreateVariables(),
 			updateVars: append(podPredicates("object", "new"), podPredicates("oldObject", "old")...),
 			create:     podCreatePatch(),
 			update:     podUpdateApply(),

@@ -61,7 +61,7 @@ func waitParams(t *testing.T, ns string) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: admissionpolicy.ParamsName}, &cm)
 		return err == nil, client.IgnoreNotFound(err)
 	}), "params of %s", ns)
-	if len(cm.Data[admissionpolicy.KeyPodDefaultedBy+"15"]) == 0 && len(cm.Data) <= 1 {
+	if strings.TrimSpace(cm.Data[admissionpolicy.KeyPodDefaultedByList]) == "" && len(cm.Data) <= 1 {
 		return // nothing to default there: no positive signal to wait for
 	}
 	var last error
