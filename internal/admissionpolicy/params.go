@@ -148,7 +148,9 @@ func Params(ns defaults.Namespace, pols *defaults.Policies, priorityClass Priori
 }
 
 // oneLine replaces line breaks with spaces.
-func oneLine(s string) string { return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s) }
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
 
 // ParamsObject is the param ConfigMap of namespace with data.
 func ParamsObject(namespace string, data map[string]string) *corev1.ConfigMap {
