@@ -288,7 +288,8 @@ func Configurations(opts ConfigOptions) (*admissionregistrationv1.MutatingWebhoo
 // JobSetPodGateEntryName is the PodGroup gate's entry in hyperbatch-validating.
 const JobSetPodGateEntryName = "jobset-pod.validate.hyperbatch.dev"
 
-// jobSetPodGateEntry sends the CREATE of every pod that carries a JobSet name label, in every
+// jobSetPodGateEntry sends the CREATE of every pod that carries a JobSet name label and
+// JobSetGangLabel (the JobSet webhook's mark on a gang JobSet's templates), in every
 // namespace but the excluded ones (not only those opted in to the Pod webhooks, and also in
 // namespaces labelled pod-webhook=disabled: the gate serves every gang JobSet), to the PodGroup gate. It fails open like the other Pod entries: while the
 // webhook is unreachable pods are created without the gate (docs/podgroup.md says what then holds
@@ -310,6 +311,7 @@ func (o ConfigOptions) jobSetPodGateEntry() admissionregistrationv1.ValidatingWe
 		NamespaceSelector: o.excludedSelector(),
 		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpExists},
+			{Key: hbv1.JobSetGangLabel, Operator: metav1.LabelSelectorOpExists},
 		}},
 		SideEffects:             &sideEffects,
 		TimeoutSeconds:          &timeout,

@@ -112,8 +112,11 @@ func TestJobSetPodGateEntry(t *testing.T) {
 	assert.Equal(t, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, w.Rules[0].Operations)
 	assert.Equal(t, []string{"pods"}, w.Rules[0].Resources)
 	assert.Empty(t, w.NamespaceSelector.MatchLabels, "the gate must not need the Pod opt-in label")
-	require.Len(t, w.ObjectSelector.MatchExpressions, 1)
-	assert.Equal(t, metav1.LabelSelectorRequirement{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpExists}, w.ObjectSelector.MatchExpressions[0])
+	// A JobSet's pods whose template the JobSet webhook marked as a gang's, not every JobSet pod.
+	assert.Equal(t, []metav1.LabelSelectorRequirement{
+		{Key: jobsetv1alpha2.JobSetNameKey, Operator: metav1.LabelSelectorOpExists},
+		{Key: hbv1.JobSetGangLabel, Operator: metav1.LabelSelectorOpExists},
+	}, w.ObjectSelector.MatchExpressions)
 
 	_, vwc = Configurations(ConfigOptions{Kinds: []Kind{KindPod}})
 	for _, w := range vwc.Webhooks {

@@ -328,10 +328,15 @@ func TestJobSetDefaultsAndUpdateCarryOver(t *testing.T) {
 		ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: 1, Template: tmpl()}, {Name: "ps", Replicas: 1, Template: tmpl()}}}}
 	var created jobsetv1alpha2.JobSet
 	resp := admit(t, d.jobSetMutator(), request(t, KindJobSet, admissionv1.Create, in, nil), &created)
-	// The group name is the JobSet's own name, and the warning says so (not its queue annotation).
-	wantWarning(t, resp, "annotations[scheduling.k8s.io/group-name]=js from JobSet js (its name: the JobSet's PodGroup)")
+	// The group name is the JobSet's own name, and the warning says so (not its queue annotation);
+	// the templates get the PodGroup gate's label too.
+	wantWarning(t, resp, "annotations[scheduling.k8s.io/group-name]=js, ")
+	wantWarning(t, resp, "labels[hyperbatch.dev/jobset-gang]=js from JobSet js (its name: the JobSet's PodGroup)")
 	for _, rj := range created.Spec.ReplicatedJobs {
 		pt := rj.Template.Spec.Template
+		if pt.Labels[hbv1.JobSetGangLabel] != "js" {
+			t.Fatalf("template %s has no %s label: %v", rj.Name, hbv1.JobSetGangLabel, pt.Labels)
+		}
 		if pt.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Spec.PriorityClassName != "batch-normal" || pt.Spec.SchedulerName != "hyperbatch-scheduler" {
 			t.Fatalf("template %s not defaulted: %v %+v", rj.Name, pt.Annotations, pt.Spec)
 		}
@@ -344,8 +349,8 @@ func TestJobSetDefaultsAndUpdateCarryOver(t *testing.T) {
 	admit(t, d.jobSetMutator(), request(t, KindJobSet, admissionv1.Update, reapplied, &created), &updated)
 	for _, rj := range updated.Spec.ReplicatedJobs {
 		pt := rj.Template.Spec.Template
-		if pt.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Spec.PriorityClassName != "batch-normal" {
-			t.Errorf("template %s lost its defaults on update: %v %+v", rj.Name, pt.Annotations, pt.Spec)
+		if pt.Annotations[defaults.QueueNameAnnotation] != "team-a" || pt.Spec.PriorityClassName != "batch-normal" || pt.Labels[hbv1.JobSetGangLabel] != "js" {
+			t.Errorf("template %s lost its defaults on update: %v %v %+v", rj.Name, pt.Annotations, pt.Labels, pt.Spec)
 		}
 	}
 }

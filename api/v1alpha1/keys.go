@@ -34,6 +34,10 @@ const (
 	GangAnnotation = "hyperbatch.dev/gang"
 	// GangAnnotationOptOut is the value of GangAnnotation that opts a JobSet out.
 	GangAnnotationOptOut = "false"
+	// JobSetGangLabel (value: the JobSet's name) marks the pod templates of a gang JobSet, whose
+	// pods name the JobSet's PodGroup. The PodGroup gate's objectSelector selects it, so the pods of
+	// other JobSets make no call to the gate.
+	JobSetGangLabel = "hyperbatch.dev/jobset-gang"
 
 	// HyperJobNameLabel names the HyperJob that owns a child Volcano Job or PropagationPolicy.
 	HyperJobNameLabel = "volcano.sh/hyperjob-name"

@@ -47,15 +47,23 @@ func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
 
 	// A gang's pods name its PodGroup (controllers/podgroup names it after the JobSet) so both
 	// schedulers see one gang. A generated name is not known yet at admission: no group then.
+	// Templates that name the JobSet's PodGroup also get JobSetGangLabel: the PodGroup gate
+	// selects their pods by it.
 	if js.Name != "" && JobSetIsGang(js, ns, pols) {
 		for i := range js.Spec.ReplicatedJobs {
 			tmpl := &js.Spec.ReplicatedJobs[i].Template.Spec.Template
-			if strings.TrimSpace(tmpl.Annotations[GroupNameAnnotation]) != "" {
-				continue
+			prefix := "spec.replicatedJobs[" + strconv.Itoa(i) + "].template.spec.template.metadata"
+			if strings.TrimSpace(tmpl.Annotations[GroupNameAnnotation]) == "" {
+				setAnnotation(&tmpl.ObjectMeta, GroupNameAnnotation, js.Name)
+				r.record(prefix+".annotations["+GroupNameAnnotation+"]", FieldGroupName, Source{Kind: SourceJobSet, Name: js.Name})
 			}
-			setAnnotation(&tmpl.ObjectMeta, GroupNameAnnotation, js.Name)
-			r.record("spec.replicatedJobs["+strconv.Itoa(i)+"].template.spec.template.metadata.annotations["+GroupNameAnnotation+"]",
-				FieldGroupName, Source{Kind: SourceJobSet, Name: js.Name})
+			if tmpl.Annotations[GroupNameAnnotation] == js.Name && tmpl.Labels[hbv1.JobSetGangLabel] != js.Name {
+				if tmpl.Labels == nil {
+					tmpl.Labels = map[string]string{}
+				}
+				tmpl.Labels[hbv1.JobSetGangLabel] = js.Name
+				r.record(prefix+".labels["+hbv1.JobSetGangLabel+"]", FieldGroupName, Source{Kind: SourceJobSet, Name: js.Name})
+			}
 		}
 	}
 

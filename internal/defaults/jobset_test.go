@@ -46,6 +46,12 @@ func TestJobSet(t *testing.T) {
 		return out
 	}
 	gKey := "metadata.annotations[" + GroupNameAnnotation + "]"
+	lKey := "metadata.labels[" + hbv1.JobSetGangLabel + "]"
+	// ganged is a template of the gang: it carries the PodGroup gate's label.
+	ganged := func(tmpl corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+		tmpl.Labels = map[string]string{hbv1.JobSetGangLabel: "train"}
+		return tmpl
+	}
 
 	tests := []struct {
 		name string
@@ -61,11 +67,11 @@ func TestJobSet(t *testing.T) {
 		in:   jobSet(nil, nil, podTemplate(nil, "", "", nil), podTemplate(nil, "", "", nil)),
 		want: jobSet(map[string]string{QueueNameAnnotation: "team-a", hbv1.ActiveDeadlineSecondsAnnotation: "604800", hbv1.DefaultedByAnnotation: all},
 			ptr.To[int32](86400),
-			podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil), podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil)),
+			ganged(podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil)), ganged(podTemplate(g(q), "batch-normal", "hyperbatch-scheduler", nil))),
 		res: wantResult{Policy: "team-a", Fields: []string{qKey,
 			rj("0", qKey), rj("0", "spec.priorityClassName"), rj("0", "spec.schedulerName"),
 			rj("1", qKey), rj("1", "spec.priorityClassName"), rj("1", "spec.schedulerName"),
-			rj("0", gKey), rj("1", gKey),
+			rj("0", gKey), rj("0", lKey), rj("1", gKey), rj("1", lKey),
 			"spec.ttlSecondsAfterFinished", "metadata.annotations[" + hbv1.ActiveDeadlineSecondsAnnotation + "]"}, DefaultedBy: all},
 	}, {
 		name: "the user's JobSet queue reaches templates; template values kept",
@@ -76,17 +82,17 @@ func TestJobSet(t *testing.T) {
 			podTemplate(nil, "", "s", ptr.To[int32](7))),
 		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "jobset:train/queue,groupName"},
 			ptr.To[int32](0),
-			podTemplate(g(map[string]string{QueueNameAnnotation: "other"}), "p", "s", nil),
-			podTemplate(g(map[string]string{QueueNameAnnotation: "mine"}), "", "s", ptr.To[int32](7))),
-		res: wantResult{Policy: "team-a", Fields: []string{rj("1", qKey), rj("0", gKey), rj("1", gKey)}, DefaultedBy: "jobset:train/queue,groupName"},
+			ganged(podTemplate(g(map[string]string{QueueNameAnnotation: "other"}), "p", "s", nil)),
+			ganged(podTemplate(g(map[string]string{QueueNameAnnotation: "mine"}), "", "s", ptr.To[int32](7)))),
+		res: wantResult{Policy: "team-a", Fields: []string{rj("1", qKey), rj("0", gKey), rj("0", lKey), rj("1", gKey), rj("1", lKey)}, DefaultedBy: "jobset:train/queue,groupName"},
 	}, {
 		name: "namespace annotation beats policy queue, on the JobSet and its templates",
 		pols: []hbv1.WorkloadPolicy{teamA()},
 		ns:   nsML,
 		in:   jobSet(map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1), podTemplate(nil, "p", "s", nil)),
 		want: jobSet(map[string]string{QueueNameAnnotation: "ml-queue", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "namespace:ml/queue;jobset:train/groupName"},
-			ptr.To[int32](1), podTemplate(g(map[string]string{QueueNameAnnotation: "ml-queue"}), "p", "s", nil)),
-		res: wantResult{Policy: "team-a", Fields: []string{qKey, rj("0", qKey), rj("0", gKey)}, DefaultedBy: "namespace:ml/queue;jobset:train/groupName"},
+			ptr.To[int32](1), ganged(podTemplate(g(map[string]string{QueueNameAnnotation: "ml-queue"}), "p", "s", nil))),
+		res: wantResult{Policy: "team-a", Fields: []string{qKey, rj("0", qKey), rj("0", gKey), rj("0", lKey)}, DefaultedBy: "namespace:ml/queue;jobset:train/groupName"},
 	}, {
 		name: "a gang's own group name is kept; an opted-out JobSet gets none",
 		pols: []hbv1.WorkloadPolicy{teamA()},
@@ -96,6 +102,15 @@ func TestJobSet(t *testing.T) {
 		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
 			podTemplate(map[string]string{QueueNameAnnotation: "mine", GroupNameAnnotation: "other-group"}, "p", "s", nil)),
 		res: wantResult{Policy: "team-a"},
+	}, {
+		name: "a user's group name that is the JobSet's own gets the gate's label",
+		pols: []hbv1.WorkloadPolicy{teamA()},
+		ns:   nsML,
+		in: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5"}, ptr.To[int32](1),
+			podTemplate(map[string]string{QueueNameAnnotation: "mine", GroupNameAnnotation: "train"}, "p", "s", nil)),
+		want: jobSet(map[string]string{QueueNameAnnotation: "mine", hbv1.ActiveDeadlineSecondsAnnotation: "5", hbv1.DefaultedByAnnotation: "jobset:train/groupName"}, ptr.To[int32](1),
+			ganged(podTemplate(map[string]string{QueueNameAnnotation: "mine", GroupNameAnnotation: "train"}, "p", "s", nil))),
+		res: wantResult{Policy: "team-a", Fields: []string{rj("0", lKey)}, DefaultedBy: "jobset:train/groupName"},
 	}, {
 		name: "opted out: no group name",
 		pols: []hbv1.WorkloadPolicy{teamA()},

@@ -74,8 +74,10 @@ func TestFills(t *testing.T) {
 		res := JobSet(js, nsA, pols)
 		gPath := "metadata.annotations[" + GroupNameAnnotation + "]"
 		src := Source{Kind: SourceJobSet, Name: "train"}
+		lPath := "metadata.labels[" + hbv1.JobSetGangLabel + "]"
 		require.Equal(t, []Fill{{Path: rj("1", qPath), Field: FieldQueue, Source: src},
-			{Path: rj("0", gPath), Field: FieldGroupName, Source: src}, {Path: rj("1", gPath), Field: FieldGroupName, Source: src}}, res.Fills)
+			{Path: rj("0", gPath), Field: FieldGroupName, Source: src}, {Path: rj("0", lPath), Field: FieldGroupName, Source: src},
+			{Path: rj("1", gPath), Field: FieldGroupName, Source: src}, {Path: rj("1", lPath), Field: FieldGroupName, Source: src}}, res.Fills)
 	})
 
 	t.Run("source strings are the defaulted-by forms", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,9 +23,11 @@ import (
 // Pod webhooks: the real JobSet controller and kube-controller-manager's Job controller create a
 // JobSet's pods in an opted-in, governed namespace, and hyperbatch_webhook_admission_requests_total
 // counts no Pod CREATE for them (the entries' objectSelector leaves out pods with the JobSet name
-// label, before any conversion). The PodGroup gate (jobset-pod.validate) still sees each of them;
-// it passes a JobSet that is not a gang (this one opts out: no controllers/podgroup runs here to
-// make its PodGroup). A bare Pod created afterwards is counted once, so the count is live.
+// label, before any conversion). The PodGroup gate (jobset-pod.validate) sees only the pods of a
+// gang JobSet (its objectSelector wants the label the JobSet webhook writes on a gang's templates):
+// a JobSet that opts out of the gang makes no gate call, a gang JobSet's pods one each (its
+// PodGroup is created first, as controllers/podgroup would, which does not run here). A bare Pod
+// created afterwards is counted once, so the count is live.
 func TestWorkloadPodsCostNoPodWebhookCall(t *testing.T) {
 	ctx, cancel := framework.Context(2 * time.Minute)
 	defer cancel()
@@ -33,24 +36,43 @@ func TestWorkloadPodsCostNoPodWebhookCall(t *testing.T) {
 	framework.StartJobSetAndJobControllers(t, env)
 
 	podCalls, gateCalls := podCreateCalls(t, "Pod"), podCreateCalls(t, "JobSetPod")
-	js := jobSet(ns, "trainer")
-	js.Annotations = map[string]string{hbv1.GangAnnotation: hbv1.GangAnnotationOptOut}
-	js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
-	js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](3)
-	require.NoError(t, env.Client.Create(ctx, js))
-	require.Equal(t, "team-a", js.Spec.ReplicatedJobs[0].Template.Spec.Template.Annotations[defaults.QueueNameAnnotation],
-		"hyperbatch's JobSet webhook defaulted the JobSet's pod template")
 	const want = 6 // 2 Jobs of 3 pods
-	var pods corev1.PodList
-	framework.Eventually(t, 90*time.Second, "the JobSet's Jobs to create their pods", func(ctx context.Context) (bool, error) {
-		err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name})
-		return err == nil && len(pods.Items) == want, err
-	})
-	for _, p := range pods.Items {
-		assert.Equal(t, "team-a", p.Annotations[defaults.QueueNameAnnotation], "pod %s has its template's queue", p.Name)
+	run := func(name string, gang bool) {
+		t.Helper()
+		js := jobSet(ns, name)
+		if gang {
+			pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: schedulingv1beta1.PodGroupSpec{MinMember: want}}
+			require.NoError(t, env.Client.Create(ctx, pg))
+		} else {
+			js.Annotations = map[string]string{hbv1.GangAnnotation: hbv1.GangAnnotationOptOut}
+		}
+		js.Spec.ReplicatedJobs[0].Template.Spec.Parallelism = ptr.To[int32](3)
+		js.Spec.ReplicatedJobs[0].Template.Spec.Completions = ptr.To[int32](3)
+		require.NoError(t, env.Client.Create(ctx, js))
+		tmpl := js.Spec.ReplicatedJobs[0].Template.Spec.Template
+		require.Equal(t, "team-a", tmpl.Annotations[defaults.QueueNameAnnotation], "hyperbatch's JobSet webhook defaulted the JobSet's pod template")
+		if gang {
+			require.Equal(t, name, tmpl.Labels[hbv1.JobSetGangLabel], "the JobSet webhook marks a gang's pod templates for the gate")
+		} else {
+			require.NotContains(t, tmpl.Labels, hbv1.JobSetGangLabel, "a JobSet that is no gang gets no gate label")
+		}
+		var pods corev1.PodList
+		framework.Eventually(t, 90*time.Second, "the JobSet's Jobs to create their pods", func(ctx context.Context) (bool, error) {
+			err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name})
+			return err == nil && len(pods.Items) == want, err
+		})
+		for _, p := range pods.Items {
+			assert.Equal(t, "team-a", p.Annotations[defaults.QueueNameAnnotation], "pod %s has its template's queue", p.Name)
+		}
 	}
+
+	run("trainer", false)
 	assert.Equal(t, float64(0), podCreateCalls(t, "Pod")-podCalls, "the JobSet's %d pods reached the Pod webhooks", want)
-	assert.Equal(t, float64(want), podCreateCalls(t, "JobSetPod")-gateCalls, "each of the JobSet's pods passes the PodGroup gate once")
+	assert.Equal(t, float64(0), podCreateCalls(t, "JobSetPod")-gateCalls, "the pods of a JobSet that is no gang reached the PodGroup gate")
+
+	run("gang", true)
+	assert.Equal(t, float64(0), podCreateCalls(t, "Pod")-podCalls, "the gang JobSet's %d pods reached the Pod webhooks", want)
+	assert.Equal(t, float64(want), podCreateCalls(t, "JobSetPod")-gateCalls, "each of the gang JobSet's pods passes the PodGroup gate once")
 
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns}, Spec: podSpec()}
 	require.NoError(t, env.Client.Create(ctx, bare))
