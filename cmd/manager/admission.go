@@ -104,7 +104,7 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 	if err != nil {
 		return fmt.Errorf("creating client for admission policies: %w", err)
 	}
-	opts := admissionpolicy.Options{Excluded: o.excluded}
+	opts := admissionpolicy.Options{Excluded: o.excluded, NoWarnings: !o.admissionWarnings}
 	if mode == admissionPolicy {
 		me, err := whoAmI(ctx, cfg)
 		if err != nil {
@@ -118,6 +118,14 @@ func applyAdmissionPolicies(ctx context.Context, cfg *rest.Config, mode string, 
 			//nolint:staticcheck // client.Apply with a typed object is the simplest server-side apply here.
 			if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("hyperbatch-manager"), client.ForceOwnership); err != nil {
 				return fmt.Errorf("applying %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+			}
+		}
+		if opts.NoWarnings {
+			// --admission-warnings=false on a cluster an earlier manager gave the Warn policies.
+			for _, obj := range admissionpolicy.WarnObjects() {
+				if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+					return fmt.Errorf("deleting %s %s (--admission-warnings=false): %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+				}
 			}
 		}
 		return nil

@@ -103,6 +103,8 @@ type options struct {
 	// admission is --admission; admissionMode its resolution (webhook or policy), set by run.
 	admission     string
 	admissionMode string
+	// admissionWarnings keeps policy mode's Warn policy (--admission-warnings).
+	admissionWarnings bool
 	// kinds is --webhook-kinds, parsed by run.
 	kinds          []webhook.Kind
 	webhookHost    string

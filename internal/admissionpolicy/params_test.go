@@ -1,7 +1,8 @@
 package admissionpolicy
 
 import (
-	"strconv"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -81,4 +83,21 @@ func TestParams(t *testing.T) {
 	assert.Contains(t, data[KeyQueueRules], "\n\n", "two rules")
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
+// NoWarnings leaves out exactly the Warn policy and its binding, which WarnObjects lists (binding
+// first) for the manager to delete.
+func TestNoWarnings(t *testing.T) {
+	names := func(objs []client.Object) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, fmt.Sprintf("%T/%s", o, o.GetName()))
+		}
+		return out
+	}
+	all, without := names(Objects(Options{})), names(Objects(Options{NoWarnings: true}))
+	warn := names(WarnObjects())
+	assert.Equal(t, []string{
+		"*v1.ValidatingAdmissionPolicyBinding/" + WarnPolicyName(defaults.KindPod),
+		"*v1.ValidatingAdmissionPolicy/" + WarnPolicyName(defaults.KindPod),
+	}, warn)
+	assert.ElementsMatch(t, all, append(slices.Clone(without), warn...))
+}

@@ -74,6 +74,9 @@ type Options struct {
 	// its namespace is being deleted; without it a namespace's own users could rewrite their
 	// defaults and allowed queues.
 	ParamsWriters []string
+	// NoWarnings leaves out the Warn policies (WarnPolicyName): no "defaulted" or topology-skip
+	// warning is given (the manager's --admission-warnings=false).
+	NoWarnings bool
 	// NamespaceSelector, when set, replaces the opt-in label hyperbatch.dev/pod-webhook=enabled as
 	// the test of which namespaces the policies apply in (the exclusions still apply), as
 	// webhook.ConfigOptions.PodNamespaceSelector does for the Pod webhooks.
@@ -173,13 +176,36 @@ func Objects(o Options) []client.Object {
 			})
 		}
 		validating(CheckPolicyName(p.Kind), p.checkVars, p.checks, admissionregistrationv1.Deny, admissionregistrationv1.Create, admissionregistrationv1.Update)
-		validating(WarnPolicyName(p.Kind), p.warnVars, p.warnings, admissionregistrationv1.Warn, admissionregistrationv1.Create)
+		if !o.NoWarnings {
+			validating(WarnPolicyName(p.Kind), p.warnVars, p.warnings, admissionregistrationv1.Warn, admissionregistrationv1.Create)
+		}
 	}
 	if len(o.ParamsWriters) > 0 {
 		p, b := o.paramsGuard()
 		pols, binds = append(pols, p), append(binds, b)
 	}
 	return append(pols, binds...)
+}
+
+// WarnObjects are the Warn policies and their bindings, bindings first (what Options.NoWarnings
+// leaves out, for deleting them).
+func WarnObjects() []client.Object {
+	var names []string
+	for _, p := range Programs() {
+		names = append(names, WarnPolicyName(p.Kind))
+	}
+	var pols, binds []client.Object
+	for _, o := range Objects(Options{}) {
+		if !slices.Contains(names, o.GetName()) {
+			continue
+		}
+		if _, ok := o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); ok {
+			binds = append(binds, o)
+		} else {
+			pols = append(pols, o)
+		}
+	}
+	return append(binds, pols...)
 }
 
 // ParamsGuardName names the guard policy and its binding.
