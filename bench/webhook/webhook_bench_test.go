@@ -427,7 +427,9 @@ const (
 func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
 
 // defaults reports whether Pods are defaulted under setup.
-func (s burstSetup) defaults() bool { return s == setupHyperbatch || s == setupPolicy }
+func (s burstSetup) defaults() bool {
+	return s == setupHyperbatch || s == setupPolicy || s == setupNoGate
+}
 
 // burstResult is one burst round: its rate and the p99 of its creations' latency.
 type burstResult struct {

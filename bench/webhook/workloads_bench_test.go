@@ -1,0 +1,471 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/admissionpolicy"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
+)
+
+// workloadPods is the size of each workload of BenchmarkAdmissionWorkloads (HYPERBATCH_BENCH_WORKLOAD_PODS
+// overrides it for a smoke run, which writes no results).
+const workloadPods = 2000
+
+// setupNoGate is hyperbatch's webhooks without the JobSet PodGroup gate entry
+// (jobset-pod.validate.hyperbatch.dev): the least webhook mode costs a JobSet's pods.
+const setupNoGate burstSetup = "webhook-nogate"
+
+// The controllers' client rate limits in BenchmarkAdmissionWorkloads. Their defaults (Volcano's
+// controller-manager 50 QPS, burst 100; kube-controller-manager 20, 30) would bound a 2,000-pod
+// workload at 40 to 100 s whatever admission costs; raised, the apiserver is the bound, so the
+// rounds see what admission adds.
+var controllerQPS = []string{"--kube-api-qps=5000", "--kube-api-burst=5000"}
+
+// volcanoEnqueueConfig is Volcano's chart configuration (framework.VolcanoSchedulerConfig) with its
+// enqueue action alone: vc-scheduler moves a Job's PodGroup to Inqueue, which lets Volcano's job
+// controller create the pods, and binds none of them, so the rounds measure creation only.
+var volcanoEnqueueConfig = strings.Replace(framework.VolcanoSchedulerConfig, `actions: "enqueue, allocate, backfill"`, `actions: "enqueue"`, 1)
+
+// BenchmarkAdmissionWorkloads measures how long a workload controller takes to create a
+// workload's pods in the governed bench namespace under hyperbatch's admission set-ups: from the
+// workload's CREATE until a watch on its pods has seen all workloadPods of them ADDED, with the
+// apiserver's CPU time per pod over the same span. The controllers are the real ones:
+//   - a Volcano Job (one task of 2,000 replicas, minAvailable 2,000) made into pods by Volcano's
+//     vc-controller-manager (its job controller), once vc-scheduler (chart configuration, enqueue
+//     action only: nothing is bound) has put the Job's PodGroup Inqueue against four Ready nodes;
+//   - a JobSet (4 replicated Jobs of 500) made into Jobs by jobset-controller (with its own
+//     webhooks, as its install has them) and into pods by kube-controller-manager's Job controller.
+//     It opts out of the gang (hyperbatch.dev/gang=false): no controllers/podgroup runs here to
+//     make its PodGroup, and the none set-up has none either.
+//
+// Set-ups, in the mirrored order none, webhook, policy, policy, webhook, none (JobSet rounds also
+// run webhook-nogate, next to webhook):
+//   - none: no hyperbatch admission at all (no webhook configuration, no policy). Volcano's own
+//     webhook-manager is not run: the Job names its queue, scheduler and minAvailable, and
+//     Volcano's chart registers no webhook for a Job's pods;
+//   - webhook: hyperbatch's webhook configurations (--admission=webhook);
+//   - policy: the admission policies with the webhook configurations policy mode keeps for the
+//     kinds they do not cover (--admission=policy);
+//   - webhook-nogate: webhook without the PodGroup gate entry, the floor of a JobSet's pods in
+//     webhook mode (each of them makes one gate call otherwise).
+//
+// Each round checks hyperbatch_webhook_admission_requests_total: no Pod webhook call for the
+// controllers' pods, and one gate call per JobSet pod exactly where the gate is installed.
+// Results: the workloads section of bench/results/admission.txt.
+func BenchmarkAdmissionWorkloads(b *testing.B) {
+	n := workloadPods
+	partial := false
+	if v, err := strconv.Atoi(os.Getenv("HYPERBATCH_BENCH_WORKLOAD_PODS")); err == nil && v > 0 {
+		n, partial = v, true
+	}
+	if n%4 != 0 {
+		b.Fatalf("HYPERBATCH_BENCH_WORKLOAD_PODS=%d: the JobSet's 4 Jobs need a multiple of 4", n)
+	}
+	c, mwc, vwc := burstClient(b)
+	apiserver, err := childProcess("kube-apiserver")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := *w.Config
+	cfg.QPS, cfg.Burst = 5000, 5000
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	startWorkloadControllers(b)
+
+	policyMWC, policyVWC := policyModeConfigurations(mwc, vwc)
+	noGateMWC, noGateVWC := renamed(mwc, "-nogate"), renamed(vwc, "-nogate")
+	noGateVWC.Webhooks = slices.DeleteFunc(noGateVWC.Webhooks, func(e admissionregistrationv1.ValidatingWebhook) bool {
+		return e.Name == hbwebhook.JobSetPodGateEntryName
+	})
+	setups := map[burstSetup][]client.Object{
+		setupHyperbatch: {mwc, vwc},
+		setupPolicy: append(admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
+			policyMWC, policyVWC),
+		setupNoGate: {noGateMWC, noGateVWC},
+	}
+	kinds := []workloadKind{volcanoJobKind, jobSetKind}
+	half := map[workloadKind][]burstSetup{
+		volcanoJobKind: {setupNone, setupHyperbatch, setupPolicy},
+		jobSetKind:     {setupNone, setupHyperbatch, setupNoGate, setupPolicy},
+	}
+	type round struct {
+		elapsed, first time.Duration
+		cpuPerPod      time.Duration
+	}
+	for iter := 0; iter < b.N; iter++ {
+		loadAtStart := framework.LoadAverage()
+		rounds := map[workloadKind]map[burstSetup][]round{}
+		var orders []string
+		for _, kind := range kinds {
+			rounds[kind] = map[burstSetup][]round{}
+			order := append(slices.Clone(half[kind]), half[kind]...)
+			slices.Reverse(order[len(half[kind]):])
+			orders = append(orders, fmt.Sprintf("%s: %s", kind, joinSetups(order)))
+			for i, setup := range order {
+				tag := fmt.Sprintf("wl-%d-%s-%d", iter, kind, i)
+				useSetup(b, c, setups, setup, tag)
+				waitForGate(b, c, setup, tag)
+				r := workloadRound(b, c, cs, apiserver, kind, setup, fmt.Sprintf("%s-%d-%d", kind, iter, i), n)
+				rounds[kind][setup] = append(rounds[kind][setup], round{elapsed: r.elapsed, first: r.first, cpuPerPod: r.cpu / time.Duration(n)})
+				fmt.Printf("round %s %-14s %d pods in %v (first at %v), apiserver %v/pod\n", kind, setup, n, r.elapsed.Round(time.Millisecond),
+					r.first.Round(time.Millisecond), (r.cpu / time.Duration(n)).Round(time.Microsecond))
+			}
+		}
+		useSetup(b, c, setups, setupHyperbatch, fmt.Sprintf("wl-%d-end", iter))
+		avg := func(kind workloadKind, s burstSetup) round {
+			var out round
+			rs := rounds[kind][s]
+			for _, r := range rs {
+				out.elapsed += r.elapsed / time.Duration(len(rs))
+				out.first += r.first / time.Duration(len(rs))
+				out.cpuPerPod += r.cpuPerPod / time.Duration(len(rs))
+			}
+			return out
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionWorkloads, GOMAXPROCS=%d, %s, one Volcano Job and one JobSet of %d pods per round in the governed bench namespace, created by the real controllers "+
+			"(vc-controller-manager after vc-scheduler's enqueue; jobset-controller and kube-controller-manager's Job controller; client limits %s); time from the workload's CREATE to its last pod ADDED on a watch; "+
+			"rounds in the order %s (each set-up's figures are the mean of its two rounds)\n",
+			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), n, strings.Join(controllerQPS, " "), strings.Join(orders, "; "))
+		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionWorkloads -benchtime=1x -timeout 40m\n")
+		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
+		for _, kind := range kinds {
+			for _, s := range half[kind] {
+				r := avg(kind, s)
+				fmt.Fprintf(&sb, "%-11s %-14s all %d pods created in %6.2f s (%5.0f pods/s; first pod at %5.2f s)  apiserver CPU %5.0f µs/pod\n", kind, s, n,
+					r.elapsed.Seconds(), float64(n)/r.elapsed.Seconds(), r.first.Seconds(), float64(r.cpuPerPod)/float64(time.Microsecond))
+			}
+		}
+		// A ratio of rates: the time without hyperbatch over the time with it (>= 0.95x: at most
+		// about 5% slower).
+		ratio := func(kind workloadKind, a, base burstSetup, goal string) {
+			x := avg(kind, base).elapsed.Seconds() / avg(kind, a).elapsed.Seconds()
+			cpu := float64(avg(kind, a).cpuPerPod) / float64(avg(kind, base).cpuPerPod)
+			name := fmt.Sprintf("%s %s/%s", kind, a, base)
+			b.ReportMetric(x, strings.ReplaceAll(name, " ", "-")+"-rate")
+			fmt.Fprintf(&sb, "%-34s pods/s %.2fx%s  apiserver CPU per pod %.2fx\n", name, x, goal, cpu)
+		}
+		ratio(volcanoJobKind, setupPolicy, setupNone, " (goal >= 0.95x)")
+		ratio(volcanoJobKind, setupHyperbatch, setupNone, " (goal >= 0.95x)")
+		ratio(jobSetKind, setupPolicy, setupNone, " (goal >= 0.95x)")
+		ratio(jobSetKind, setupHyperbatch, setupNone, " (goal >= 0.95x)")
+		ratio(jobSetKind, setupNoGate, setupNone, "")
+		ratio(jobSetKind, setupHyperbatch, setupNoGate, "")
+		for _, kind := range kinds {
+			for _, s := range half[kind] {
+				var parts []string
+				for _, r := range rounds[kind][s] {
+					parts = append(parts, fmt.Sprintf("%.2f s (first pod %.2f s) %.0f µs/pod", r.elapsed.Seconds(), r.first.Seconds(), float64(r.cpuPerPod)/float64(time.Microsecond)))
+				}
+				fmt.Fprintf(&sb, "rounds %-11s %-14s %s\n", kind, s, strings.Join(parts, "; "))
+			}
+		}
+		fmt.Fprintf(&sb, "# load average at end: %s; run through bench-run (the benchmark's cpu cgroup has priority over the other work on the machine)\n", framework.LoadAverage())
+		fmt.Print(sb.String())
+		if partial || b.Failed() {
+			continue
+		}
+		if err := framework.WriteResultSection("admission.txt", "workloads", sb.String()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// workloadKind is the workload of a round.
+type workloadKind string
+
+const (
+	volcanoJobKind workloadKind = "volcano-job"
+	jobSetKind     workloadKind = "jobset"
+)
+
+// startWorkloadControllers starts, for the rest of the benchmark, Volcano's controller-manager
+// (with the Queue bench open) and scheduler against four Ready nodes, the JobSet controller and
+// kube-controller-manager's Job controller.
+func startWorkloadControllers(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := b.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := framework.WriteKubeconfig(w.Config, kc); err != nil {
+		b.Fatal(err)
+	}
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: benchNS}, Spec: schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(true)}}
+	if err := w.Client.Create(ctx, q); client.IgnoreAlreadyExists(err) != nil {
+		b.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(w.Config)
+	for i := range 4 {
+		framework.CreateReadyNode(b, cs, builders.MakeNode(fmt.Sprintf("bench-node-%d", i)).Obj(), corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("1000")})
+	}
+	start := func(name string, f func(context.Context, framework.NeighbourOptions) (*framework.Process, error), o framework.NeighbourOptions) {
+		o.Kubeconfig, o.LogDir = kc, filepath.Join(dir, name)
+		if err := os.MkdirAll(o.LogDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		p, err := f(ctx, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if b.Failed() {
+				b.Log(p.LogTail(30))
+			}
+			_ = p.Stop()
+		})
+	}
+	start("vc-controller-manager", framework.StartVolcanoControllers, framework.NeighbourOptions{ExtraArgs: controllerQPS})
+	// A session every 100 ms rather than 500 (framework's): a Job's PodGroup waits for the next
+	// session to be enqueued, and that wait is in every Volcano round.
+	start("vc-scheduler", framework.StartVolcanoScheduler, framework.NeighbourOptions{SchedulerConf: volcanoEnqueueConfig, ExtraArgs: []string{"--schedule-period=100ms"}})
+	start("jobset-controller", framework.StartJobSetController, framework.NeighbourOptions{})
+	kcm, err := framework.StartKubeControllerManagerWithFlags(w.Env, controllerQPS, "job-controller")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kcm.Stop)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := w.Client.Get(ctx, client.ObjectKeyFromObject(q), q)
+		return err == nil && q.Status.State == schedulingv1beta1.QueueStateOpen, nil
+	}); err != nil {
+		b.Fatalf("Queue %s never Open: %v", benchNS, err)
+	}
+}
+
+// policyModeConfigurations are the webhook configurations a policy-mode manager registers: those
+// of every kind but the ones the policies cover (cmd/manager's webhookKindsFor), on the bench's
+// webhook server (caBundle and URLs as mwc's and vwc's).
+func policyModeConfigurations(mwc *admissionregistrationv1.MutatingWebhookConfiguration, vwc *admissionregistrationv1.ValidatingWebhookConfiguration) (
+	*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	covered := map[hbwebhook.Kind]bool{}
+	for _, p := range admissionpolicy.Programs() {
+		covered[p.Kind] = true
+	}
+	var kinds []hbwebhook.Kind
+	for _, k := range hbwebhook.AllKinds() {
+		if !covered[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	pm, pv := hbwebhook.Configurations(hbwebhook.ConfigOptions{URL: w.URL, CABundle: mwc.Webhooks[0].ClientConfig.CABundle, Kinds: kinds})
+	pm, pv = renamed(pm, "-policy-mode"), renamed(pv, "-policy-mode")
+	if len(pm.Webhooks) >= len(mwc.Webhooks) || len(pv.Webhooks) >= len(vwc.Webhooks) {
+		panic("policy mode keeps every webhook entry: the policies cover no kind")
+	}
+	return pm, pv
+}
+
+// renamed is a copy of obj, as installed, under its name with suffix added.
+func renamed[T client.Object](obj T, suffix string) T {
+	out := obj.DeepCopyObject().(T)
+	out.SetName(obj.GetName() + suffix)
+	out.SetResourceVersion("")
+	out.SetUID("")
+	return out
+}
+
+// waitForGate waits until a probe pod carrying a JobSet name label reaches the PodGroup gate
+// exactly when setup installs it (useSetup's probe sees only the Pod webhooks and policies).
+func waitForGate(b *testing.B, c client.Client, setup burstSetup, tag string) {
+	want := setup == setupHyperbatch || setup == setupPolicy
+	ctx := context.Background()
+	k := 0
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		k++
+		p := pod()
+		p.Name = fmt.Sprintf("gate-probe-%s-%d", tag, k)
+		p.Labels = map[string]string{jobsetv1alpha2.JobSetNameKey: "gate-probe"}
+		gate0 := admissionCalls(b, "JobSetPod")
+		_ = c.Create(ctx, p) // a refusal by the gate counts as a call as well
+		called := admissionCalls(b, "JobSetPod") > gate0
+		_ = c.Delete(ctx, p)
+		return called == want, nil
+	})
+	if err != nil {
+		b.Fatalf("the apiserver did not follow the PodGroup gate configuration of set-up %s: %v", setup, err)
+	}
+}
+
+// admissionCalls is hyperbatch_webhook_admission_requests_total of kind's CREATEs (Pod: the Pod
+// webhooks; JobSetPod: the PodGroup gate), served by the manager in this process.
+func admissionCalls(b *testing.B, kind string) float64 {
+	fams, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["operation"] == "CREATE" {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// workloadResult is one round: the time from the workload's CREATE until its first and its last pod
+// was seen, and the apiserver's CPU time over the round.
+type workloadResult struct{ first, elapsed, cpu time.Duration }
+
+// workloadRound creates one workload of kind with n pods, measures it (workloadResult), checks the
+// webhook calls the pods made, and deletes the workload and its pods.
+func workloadRound(b *testing.B, c client.Client, cs kubernetes.Interface, apiserver int, kind workloadKind, setup burstSetup, name string, n int) workloadResult {
+	ctx := context.Background()
+	var obj client.Object
+	var selector string
+	switch kind {
+	case volcanoJobKind:
+		obj, selector = benchVolcanoJob(name, n), batchv1alpha1.JobNameKey+"="+name
+	case jobSetKind:
+		obj, selector = benchJobSet(name, n), jobsetv1alpha2.JobSetNameKey+"="+name
+	}
+	list, err := cs.CoreV1().Pods(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		b.Fatalf("%s: %d pods exist before the round", name, len(list.Items))
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	wi, err := cs.CoreV1().Pods(benchNS).Watch(wctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wi.Stop()
+	podCalls0, gateCalls0 := admissionCalls(b, "Pod"), admissionCalls(b, "JobSetPod")
+	cpu0, err := cpuTime(apiserver)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := c.Create(ctx, obj); err != nil {
+		b.Fatalf("%s (%s): %v", name, setup, err)
+	}
+	seen := map[string]bool{}
+	var first time.Duration
+	for len(seen) < n {
+		select {
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				b.Fatalf("%s (%s): the pod watch ended after %d of %d pods", name, setup, len(seen), n)
+			}
+			if ev.Type == watch.Added {
+				if len(seen) == 0 {
+					first = time.Since(start)
+				}
+				seen[ev.Object.(*corev1.Pod).Name] = true
+			}
+			if ev.Type == watch.Error {
+				b.Fatalf("%s (%s): pod watch error: %v", name, setup, ev.Object)
+			}
+		case <-wctx.Done():
+			b.Fatalf("%s (%s): %d of %d pods after %v", name, setup, len(seen), n, time.Since(start))
+		}
+	}
+	elapsed := time.Since(start)
+	cpu1, err := cpuTime(apiserver)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wantGate := 0.0
+	if kind == jobSetKind && (setup == setupHyperbatch || setup == setupPolicy) {
+		wantGate = float64(n)
+	}
+	if calls := admissionCalls(b, "Pod") - podCalls0; calls != 0 {
+		b.Errorf("%s (%s): the controller's pods made %.0f Pod webhook calls, want 0", name, setup, calls)
+	}
+	if calls := admissionCalls(b, "JobSetPod") - gateCalls0; calls != wantGate {
+		b.Errorf("%s (%s): the PodGroup gate was called %.0f times, want %.0f", name, setup, calls, wantGate)
+	}
+	deleteWorkload(b, c, cs, obj, selector)
+	return workloadResult{first: first, elapsed: elapsed, cpu: cpu1 - cpu0}
+}
+
+// deleteWorkload deletes obj and its pods (and a Volcano Job's PodGroup) and waits until they are
+// gone, so the next round starts from an empty namespace.
+func deleteWorkload(b *testing.B, c client.Client, cs kubernetes.Interface, obj client.Object, selector string) {
+	ctx := context.Background()
+	if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		b.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); client.IgnoreNotFound(err) != nil || err == nil {
+			return false, nil //nolint:nilerr // still there, or a transient error: poll again
+		}
+		if err := cs.CoreV1().Pods(benchNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
+			metav1.ListOptions{LabelSelector: selector}); err != nil {
+			return false, nil //nolint:nilerr // poll again
+		}
+		l, err := cs.CoreV1().Pods(benchNS).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("%s was not deleted with its pods: %v", obj.GetName(), err)
+	}
+	// A Volcano Job's PodGroup and a JobSet's Jobs are the garbage collector's (their owner is gone).
+}
+
+// benchVolcanoJob is a Volcano Job of one task of n pause pods, a gang of all of them, in the
+// Queue bench, scheduled by Volcano: complete without Volcano's defaulting webhook.
+func benchVolcanoJob(name string, n int) *batchv1alpha1.Job {
+	j := vcjob()
+	j.Name = name
+	j.Spec.Queue = benchNS
+	j.Spec.SchedulerName = "volcano"
+	j.Spec.MinAvailable = int32(n)
+	j.Spec.Tasks[0].Replicas = int32(n)
+	j.Spec.Tasks[0].Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return j
+}
+
+// benchJobSet is a JobSet of 4 Jobs of n/4 pause pods each (parallelism = completions), out of
+// hyperbatch's gang.
+func benchJobSet(name string, n int) *jobsetv1alpha2.JobSet {
+	per := int32(n / 4)
+	spec := pod().Spec
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNS, Annotations: map[string]string{hbv1.GangAnnotation: hbv1.GangAnnotationOptOut}},
+		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: 4, Template: batchv1.JobTemplateSpec{
+			Spec: batchv1.JobSpec{Parallelism: &per, Completions: &per, Template: corev1.PodTemplateSpec{Spec: spec}}}}}},
+	}
+}
