@@ -427,9 +427,7 @@ const (
 func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
 
 // defaults reports whether Pods are defaulted under setup.
-func (s burstSetup) defaults() bool {
-	return s == setupHyperbatch || s == setupPolicy || s == setupNoGate
-}
+func (s burstSetup) defaults() bool { return s == setupHyperbatch || s == setupPolicy }
 
 // burstResult is one burst round: its rate and the p99 of its creations' latency.
 type burstResult struct {
