@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -76,7 +75,7 @@ func TestVolcanoJobPodsCostNoPodWebhookCall(t *testing.T) {
 	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
 	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, q)))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
-	startVolcano(t)
+	framework.StartVolcanoForTest(t, env.Config)
 
 	podCalls, gateCalls := podCreateCalls(t, "Pod"), podCreateCalls(t, "JobSetPod")
 	const want = 4
@@ -102,29 +101,6 @@ func TestVolcanoJobPodsCostNoPodWebhookCall(t *testing.T) {
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns}, Spec: podSpec()}
 	require.NoError(t, env.Client.Create(ctx, bare))
 	assert.Equal(t, float64(1), podCreateCalls(t, "Pod")-podCalls, "a bare Pod makes one Pod webhook call")
-}
-
-// startVolcano starts Volcano's controller-manager (job, PodGroup, Queue and garbage-collector
-// controllers) and scheduler against the test's apiserver for one test.
-func startVolcano(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	for _, start := range []func(context.Context, framework.NeighbourOptions) (*framework.Process, error){
-		framework.StartVolcanoControllers, framework.StartVolcanoScheduler,
-	} {
-		p, err := start(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log(p.LogTail(40))
-			}
-			assert.NoError(t, p.Stop())
-		})
-	}
 }
 
 // podCreateCalls counts hyperbatch's webhook calls for CREATEs of kind (Pod: the Pod webhooks;
