@@ -186,6 +186,9 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 		// A ratio of rates: the time without hyperbatch over the time with it (>= 0.95x: at most
 		// about 5% slower).
 		ratio := func(kind workloadKind, a, base burstSetup, goal string) {
+			if len(rounds[kind][a]) == 0 || len(rounds[kind][base]) == 0 {
+				return
+			}
 			x := avg(kind, base).elapsed.Seconds() / avg(kind, a).elapsed.Seconds()
 			cpu := float64(avg(kind, a).cpuPerPod) / float64(avg(kind, base).cpuPerPod)
 			name := fmt.Sprintf("%s %s/%s", kind, modeName(a), modeName(base))
