@@ -45,6 +45,10 @@ const workloadPods = 2000
 // (jobset-pod.validate.hyperbatch.dev): the least webhook mode costs a JobSet's pods.
 const setupNoGate burstSetup = "webhook-nogate"
 
+// setupNoopGate is webhook-nogate with a no-op validating webhook (the bench's noopPath) in the
+// gate's place, selecting the same pods: what one validating call per JobSet pod costs at least.
+const setupNoopGate burstSetup = "webhook-noopgate"
+
 // The controllers' client rate limits in BenchmarkAdmissionWorkloads. Their defaults (Volcano's
 // controller-manager 50 QPS, burst 100; kube-controller-manager 20, 30) would bound a 2,000-pod
 // workload at 40 to 100 s whatever admission costs; raised, the apiserver is the bound, so the
@@ -70,7 +74,7 @@ var volcanoEnqueueConfig = strings.Replace(framework.VolcanoSchedulerConfig, `ac
 //     make its PodGroup, and the none set-up has none either.
 //
 // Set-ups, after one uncounted warm-up round, in the mirrored order none, webhook, policy, policy,
-// webhook, none, twice (JobSet rounds also run webhook-nogate, next to webhook):
+// webhook, none, twice (JobSet rounds also run webhook-nogate and webhook-noopgate, after webhook):
 //   - none: no hyperbatch admission at all (no webhook configuration, no policy). Volcano's own
 //     webhook-manager is not run: the Job names its queue, scheduler and minAvailable, and
 //     Volcano's chart registers no webhook for a Job's pods;
@@ -78,7 +82,9 @@ var volcanoEnqueueConfig = strings.Replace(framework.VolcanoSchedulerConfig, `ac
 //   - policy: the admission policies with the webhook configurations policy mode keeps for the
 //     kinds they do not cover (--admission=policy);
 //   - webhook-nogate: webhook without the PodGroup gate entry, the floor of a JobSet's pods in
-//     webhook mode (each of them makes one gate call otherwise).
+//     webhook mode (each of them makes one gate call otherwise);
+//   - webhook-noopgate: webhook-nogate with a no-op validating webhook in the gate's place (same
+//     rules and selectors): the floor of one validating call per JobSet pod.
 //
 // Each round checks hyperbatch_webhook_admission_requests_total: no Pod webhook call for the
 // controllers' pods, and one gate call per JobSet pod exactly where the gate is installed.
@@ -114,7 +120,8 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 		setupHyperbatch: {mwc, vwc},
 		setupPolicy: append(admissionpolicy.Objects(admissionpolicy.Options{Excluded: []string{hbwebhook.DefaultNamespace}}),
 			policyMWC, policyVWC),
-		setupNoGate: {noGateMWC, noGateVWC},
+		setupNoGate:   {noGateMWC, noGateVWC},
+		setupNoopGate: {renamed(noGateMWC, "-noop"), renamed(noGateVWC, "-noop"), noopGateConfiguration(vwc)},
 	}
 	kinds := []workloadKind{volcanoJobKind, jobSetKind}
 	if only := os.Getenv("HYPERBATCH_BENCH_WORKLOADS"); only != "" { // e.g. "jobset": those kinds only, no results written
@@ -125,7 +132,7 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 	}
 	half := map[workloadKind][]burstSetup{
 		volcanoJobKind: {setupNone, setupHyperbatch, setupPolicy},
-		jobSetKind:     {setupNone, setupHyperbatch, setupNoGate, setupPolicy},
+		jobSetKind:     {setupNone, setupHyperbatch, setupNoGate, setupNoopGate, setupPolicy},
 	}
 	type round struct {
 		elapsed, first time.Duration
@@ -154,7 +161,7 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 				waitForGate(b, c, setup, tag)
 				r := workloadRound(b, c, cs, apiserver, kind, setup, fmt.Sprintf("%s-%d-%d", kind, iter, i), n)
 				rounds[kind][setup] = append(rounds[kind][setup], round{elapsed: r.elapsed, first: r.first, cpuPerPod: r.cpu / time.Duration(n)})
-				fmt.Printf("round %s %-14s %d pods in %v (first at %v), apiserver %v/pod\n", kind, modeName(setup), n, r.elapsed.Round(time.Millisecond),
+				fmt.Printf("round %s %-16s %d pods in %v (first at %v), apiserver %v/pod\n", kind, modeName(setup), n, r.elapsed.Round(time.Millisecond),
 					r.first.Round(time.Millisecond), (r.cpu / time.Duration(n)).Round(time.Microsecond))
 			}
 		}
@@ -179,7 +186,7 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 		for _, kind := range kinds {
 			for _, s := range half[kind] {
 				r := avg(kind, s)
-				fmt.Fprintf(&sb, "%-11s %-14s all %d pods created in %6.2f s (%5.0f pods/s; first pod at %5.2f s)  apiserver CPU %5.0f µs/pod\n", kind, modeName(s), n,
+				fmt.Fprintf(&sb, "%-11s %-16s all %d pods created in %6.2f s (%5.0f pods/s; first pod at %5.2f s)  apiserver CPU %5.0f µs/pod\n", kind, modeName(s), n,
 					r.elapsed.Seconds(), float64(n)/r.elapsed.Seconds(), r.first.Seconds(), float64(r.cpuPerPod)/float64(time.Microsecond))
 			}
 		}
@@ -201,13 +208,15 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 		ratio(jobSetKind, setupHyperbatch, setupNone, " (goal >= 0.95x)")
 		ratio(jobSetKind, setupNoGate, setupNone, "")
 		ratio(jobSetKind, setupHyperbatch, setupNoGate, "")
+		ratio(jobSetKind, setupNoopGate, setupNone, "")
+		ratio(jobSetKind, setupHyperbatch, setupNoopGate, "")
 		for _, kind := range kinds {
 			for _, s := range half[kind] {
 				var parts []string
 				for _, r := range rounds[kind][s] {
 					parts = append(parts, fmt.Sprintf("%.2f s (first pod %.2f s) %.0f µs/pod", r.elapsed.Seconds(), r.first.Seconds(), float64(r.cpuPerPod)/float64(time.Microsecond)))
 				}
-				fmt.Fprintf(&sb, "rounds %-11s %-14s %s\n", kind, modeName(s), strings.Join(parts, "; "))
+				fmt.Fprintf(&sb, "rounds %-11s %-16s %s\n", kind, modeName(s), strings.Join(parts, "; "))
 			}
 		}
 		fmt.Fprintf(&sb, "# load average at end: %s; run through bench-run (the benchmark's cpu cgroup has priority over the other work on the machine)\n", framework.LoadAverage())
@@ -291,13 +300,13 @@ func startWorkloadControllers(b *testing.B) {
 	}
 }
 
-// useWorkloadSetup is useSetup for the workload set-ups: webhook-nogate's objects go in under
-// webhook's set-up (and webhook's under webhook-nogate's, to be deleted), so useSetup's probe
-// expects its Pods defaulted, as they are.
+// useWorkloadSetup is useSetup for the workload set-ups: webhook-nogate's (webhook-noopgate's)
+// objects go in under webhook's set-up (and webhook's under theirs, to be deleted), so useSetup's
+// probe expects its Pods defaulted, as they are.
 func useWorkloadSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Object, setup burstSetup, tag string) {
-	if setup == setupNoGate {
+	if setup == setupNoGate || setup == setupNoopGate {
 		swapped := maps.Clone(setups)
-		swapped[setupHyperbatch], swapped[setupNoGate] = setups[setupNoGate], setups[setupHyperbatch]
+		swapped[setupHyperbatch], swapped[setup] = setups[setup], setups[setupHyperbatch]
 		setups, setup = swapped, setupHyperbatch
 	}
 	useSetup(b, c, setups, setup, tag)
@@ -326,6 +335,23 @@ func policyModeConfigurations(mwc *admissionregistrationv1.MutatingWebhookConfig
 	return pm, pv
 }
 
+// noopGateConfiguration is the gate entry of vwc (as installed) on its own, sent to the no-op
+// webhook instead.
+func noopGateConfiguration(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	out := renamed(vwc, "-bench-noop-gate")
+	out.Webhooks = slices.DeleteFunc(out.Webhooks, func(e admissionregistrationv1.ValidatingWebhook) bool {
+		return e.Name != hbwebhook.JobSetPodGateEntryName
+	})
+	if len(out.Webhooks) != 1 {
+		panic("hyperbatch's validating configuration has no PodGroup gate entry")
+	}
+	e := &out.Webhooks[0]
+	e.Name = "noop-gate.bench.hyperbatch.dev"
+	u := w.URL + noopPath
+	e.ClientConfig.URL, e.ClientConfig.Service = &u, nil
+	return out
+}
+
 // renamed is a copy of obj, as installed, under its name with suffix added.
 func renamed[T client.Object](obj T, suffix string) T {
 	out := obj.DeepCopyObject().(T)
@@ -336,7 +362,8 @@ func renamed[T client.Object](obj T, suffix string) T {
 }
 
 // waitForGate waits until a probe pod carrying a JobSet name label reaches the PodGroup gate
-// exactly when setup installs it (useSetup's probe sees only the Pod webhooks and policies).
+// exactly when setup installs it, and the no-op in its place exactly under webhook-noopgate
+// (useSetup's probe sees only the Pod webhooks and policies).
 func waitForGate(b *testing.B, c client.Client, setup burstSetup, tag string) {
 	want := setup == setupHyperbatch || setup == setupPolicy
 	ctx := context.Background()
@@ -346,11 +373,12 @@ func waitForGate(b *testing.B, c client.Client, setup burstSetup, tag string) {
 		p := pod()
 		p.Name = fmt.Sprintf("gate-probe-%s-%d", tag, k)
 		p.Labels = map[string]string{jobsetv1alpha2.JobSetNameKey: "gate-probe"}
-		gate0 := admissionCalls(b, "JobSetPod")
+		gate0, noop0 := admissionCalls(b, "JobSetPod"), noopCalls.Load()
 		_ = c.Create(ctx, p) // a refusal by the gate counts as a call as well
 		called := admissionCalls(b, "JobSetPod") > gate0
+		noopCalled := noopCalls.Load() > noop0
 		_ = c.Delete(ctx, p)
-		return called == want, nil
+		return called == want && noopCalled == (setup == setupNoopGate), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the PodGroup gate configuration of set-up %s: %v", setup, err)
@@ -418,7 +446,7 @@ func workloadRound(b *testing.B, c client.Client, cs kubernetes.Interface, apise
 		b.Fatal(err)
 	}
 	defer wi.Stop()
-	podCalls0, gateCalls0 := admissionCalls(b, "Pod"), admissionCalls(b, "JobSetPod")
+	podCalls0, gateCalls0, noop0 := admissionCalls(b, "Pod"), admissionCalls(b, "JobSetPod"), noopCalls.Load()
 	cpu0, err := cpuTime(apiserver)
 	if err != nil {
 		b.Fatal(err)
@@ -462,6 +490,13 @@ func workloadRound(b *testing.B, c client.Client, cs kubernetes.Interface, apise
 	}
 	if calls := admissionCalls(b, "JobSetPod") - gateCalls0; calls != wantGate {
 		b.Errorf("%s (%s): the PodGroup gate was called %.0f times, want %.0f", name, setup, calls, wantGate)
+	}
+	wantNoop := int64(0)
+	if setup == setupNoopGate {
+		wantNoop = int64(n)
+	}
+	if calls := noopCalls.Load() - noop0; calls != wantNoop {
+		b.Errorf("%s (%s): the no-op webhook was called %d times, want %d", name, setup, calls, wantNoop)
 	}
 	deleteWorkload(b, c, cs, obj, selector)
 	settle(b, apiserver)
