@@ -41,6 +41,9 @@ import (
 // overrides it for a smoke run, which writes no results).
 const workloadPods = 2000
 
+// warmUpRounds are the uncounted rounds of each kind before its counted ones.
+const warmUpRounds = 3
+
 // setupNoGate is hyperbatch's webhooks without the JobSet PodGroup gate entry
 // (jobset-pod.validate.hyperbatch.dev): the least webhook mode costs a JobSet's pods.
 const setupNoGate burstSetup = "webhook-nogate"
@@ -73,7 +76,7 @@ var volcanoEnqueueConfig = strings.Replace(framework.VolcanoSchedulerConfig, `ac
 //     It opts out of the gang (hyperbatch.dev/gang=false): no controllers/podgroup runs here to
 //     make its PodGroup, and the none set-up has none either.
 //
-// Set-ups, after one uncounted warm-up round, in the mirrored order none, webhook, policy, policy,
+// Set-ups, after warmUpRounds uncounted rounds under none, in the mirrored order none, webhook, policy, policy,
 // webhook, none, twice (JobSet rounds also run webhook-nogate and webhook-noopgate, after webhook):
 //   - none: no hyperbatch admission at all (no webhook configuration, no policy). Volcano's own
 //     webhook-manager is not run: the Job names its queue, scheduler and minAvailable, and
@@ -141,7 +144,7 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 	for iter := 0; iter < b.N; iter++ {
 		loadAtStart := framework.LoadAverage()
 		rounds := map[workloadKind]map[burstSetup][]round{}
-		var orders []string
+		var orders, warmUps []string
 		for _, kind := range kinds {
 			rounds[kind] = map[burstSetup][]round{}
 			// ABBA twice: a round's time varies by a fifth from one round to the next.
@@ -149,12 +152,18 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 			slices.Reverse(abba[len(half[kind]):])
 			order := append(slices.Clone(abba), abba...)
 			orders = append(orders, fmt.Sprintf("%s: %s", kind, strings.ReplaceAll(joinSetups(order), string(setupHyperbatch), modeName(setupHyperbatch))))
-			// One round first that is not counted: the first workload of a kind is slower (the
-			// controllers' and the apiserver's first creations of these objects).
+			// Rounds first that are not counted: the first workloads of a kind are slower (a
+			// Volcano Job's first counted round after one warm-up still took 1.3-1.5x the later
+			// ones, which the mirrored order does not cancel).
 			useSetup(b, c, setups, setupNone, fmt.Sprintf("wl-%d-%s-warm", iter, kind))
 			waitForGate(b, c, setupNone, fmt.Sprintf("wl-%d-%s-warm", iter, kind))
-			warm := workloadRound(b, c, cs, apiserver, kind, setupNone, fmt.Sprintf("%s-%d-warm", kind, iter), n)
-			fmt.Printf("warm-up %s %d pods in %v\n", kind, n, warm.elapsed.Round(time.Millisecond))
+			var warmed []string
+			for k := range warmUpRounds {
+				warm := workloadRound(b, c, cs, apiserver, kind, setupNone, fmt.Sprintf("%s-%d-warm%d", kind, iter, k), n)
+				warmed = append(warmed, fmt.Sprintf("%.2f s", warm.elapsed.Seconds()))
+			}
+			warmUps = append(warmUps, fmt.Sprintf("%s %s", kind, strings.Join(warmed, ", ")))
+			fmt.Printf("warm-up %s\n", warmUps[len(warmUps)-1])
 			for i, setup := range order {
 				tag := fmt.Sprintf("wl-%d-%s-%d", iter, kind, i)
 				useWorkloadSetup(b, c, setups, setup, tag)
@@ -179,10 +188,10 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionWorkloads, GOMAXPROCS=%d, %s, one Volcano Job and one JobSet of %d pods per round in the governed bench namespace, created by the real controllers "+
 			"(vc-controller-manager after vc-scheduler's enqueue; jobset-controller and kube-controller-manager's Job controller; client limits %s); time from the workload's CREATE to its last pod ADDED on a watch; "+
-			"rounds in the order %s after one uncounted warm-up round under none (each set-up's figures are the mean of its four rounds)\n",
-			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), n, strings.Join(controllerQPS, " "), strings.Join(orders, "; "))
+			"rounds in the order %s after %d uncounted warm-up rounds under none (each set-up's figures are the mean of its four rounds)\n",
+			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), n, strings.Join(controllerQPS, " "), strings.Join(orders, "; "), warmUpRounds)
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionWorkloads -benchtime=1x -timeout 40m\n")
-		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
+		fmt.Fprintf(&sb, "# load average at start: %s; warm-up rounds (all pods created): %s\n", loadAtStart, strings.Join(warmUps, "; "))
 		for _, kind := range kinds {
 			for _, s := range half[kind] {
 				r := avg(kind, s)
