@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -170,4 +171,26 @@ func StartJobSetAndJobControllers(t testing.TB, env *Env) {
 		}
 		kcm.Stop()
 	})
+}
+
+// StartVolcanoForTest starts Volcano's controller-manager (VolcanoControllers: its job controller,
+// PodGroups, Queues, garbage collector) and scheduler (VolcanoSchedulerConfig) against cfg's
+// apiserver for one test, and stops both when it ends (printing their logs' tails when it failed).
+func StartVolcanoForTest(t testing.TB, cfg *rest.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, WriteKubeconfig(cfg, kc))
+	for _, start := range []func(context.Context, NeighbourOptions) (*Process, error){StartVolcanoControllers, StartVolcanoScheduler} {
+		p, err := start(ctx, NeighbourOptions{Kubeconfig: kc, LogDir: dir})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Log(p.LogTail(40))
+			}
+			assert.NoError(t, p.Stop())
+		})
+	}
 }

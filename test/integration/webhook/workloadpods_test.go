@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -73,6 +74,50 @@ func TestWorkloadPodsCostNoPodWebhookCall(t *testing.T) {
 	run("gang", true)
 	assert.Equal(t, float64(0), podCreateCalls(t, "Pod")-podCalls, "the gang JobSet's %d pods reached the Pod webhooks", want)
 	assert.Equal(t, float64(want), podCreateCalls(t, "JobSetPod")-gateCalls, "each of the gang JobSet's pods passes the PodGroup gate once")
+
+	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns}, Spec: podSpec()}
+	require.NoError(t, env.Client.Create(ctx, bare))
+	assert.Equal(t, float64(1), podCreateCalls(t, "Pod")-podCalls, "a bare Pod makes one Pod webhook call")
+}
+
+// A Volcano Job's pods cost no call to the Pod webhooks either: Volcano's real job controller
+// (vc-controller-manager) creates them in an opted-in, governed namespace once Volcano's real
+// scheduler (vc-scheduler, the chart's configuration) has put the Job's PodGroup Inqueue, and
+// hyperbatch_webhook_admission_requests_total counts no Pod CREATE for them (the entries'
+// objectSelector leaves out pods with the volcano.sh/job-name label) and no PodGroup gate call (it
+// is for JobSet pods). A bare Pod created afterwards is counted once, so the count is live.
+func TestVolcanoJobPodsCostNoPodWebhookCall(t *testing.T) {
+	ctx, cancel := framework.Context(3 * time.Minute)
+	defer cancel()
+	const ns = "workload-pods-vc"
+	createNamespace(t, ns, map[string]string{"team": "a", hbv1.PodWebhookLabel: hbv1.PodWebhookLabelEnabled}, nil)
+	// The Job's queue (team-a's default): Volcano's queue controller opens it, and vc-scheduler
+	// enqueues only PodGroups of an open Queue.
+	q := &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: schedulingv1beta1.QueueSpec{Weight: 1}}
+	require.NoError(t, client.IgnoreAlreadyExists(env.Client.Create(ctx, q)))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
+	framework.StartVolcanoForTest(t, env.Config)
+
+	podCalls, gateCalls := podCreateCalls(t, "Pod"), podCreateCalls(t, "JobSetPod")
+	const want = 4
+	job := vcJob(ns, "trainer", func(s *batchv1alpha1.JobSpec) {
+		s.SchedulerName = "volcano" // a Job on Volcano's own scheduler, which enqueues its PodGroup
+		s.MinAvailable = want
+		s.Tasks[0].Replicas = want
+	})
+	require.NoError(t, env.Client.Create(ctx, job))
+	require.Equal(t, "team-a", job.Spec.Queue, "hyperbatch's Volcano Job webhook defaulted the Job's queue")
+	var pods corev1.PodList
+	framework.Eventually(t, 2*time.Minute, "Volcano's job controller to create the Job's pods", func(ctx context.Context) (bool, error) {
+		err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job.Name})
+		return err == nil && len(pods.Items) == want, err
+	})
+	for _, p := range pods.Items {
+		owner := metav1.GetControllerOf(&p)
+		assert.True(t, owner != nil && owner.Kind == "Job" && owner.Name == job.Name, "pod %s is the Volcano Job's (controller %v)", p.Name, owner)
+	}
+	assert.Equal(t, float64(0), podCreateCalls(t, "Pod")-podCalls, "the Volcano Job's %d pods reached the Pod webhooks", want)
+	assert.Equal(t, float64(0), podCreateCalls(t, "JobSetPod")-gateCalls, "the Volcano Job's pods reached the JobSet PodGroup gate")
 
 	bare := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: ns}, Spec: podSpec()}
 	require.NoError(t, env.Client.Create(ctx, bare))

@@ -3,13 +3,10 @@ package webhookoutage
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -20,35 +17,12 @@ import (
 // volcanoSchedulerManager is the field manager of vc-scheduler's writes (its binary's name).
 const volcanoSchedulerManager = "vc-scheduler"
 
-// startVolcano starts Volcano's controllers (they open Queues) and its scheduler (it moves
-// PodGroups through their phases with plain updates) against the test's apiserver.
-func startVolcano(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(w.Config, kubeconfig))
-	for _, start := range []func(context.Context, framework.NeighbourOptions) (*framework.Process, error){
-		framework.StartVolcanoControllers, framework.StartVolcanoScheduler,
-	} {
-		p, err := start(ctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log(p.LogTail(40))
-			}
-			assert.NoError(t, p.Stop())
-		})
-	}
-}
-
 // volcanoWritesStatus: with hyperbatch stopped, Volcano's own scheduler writes the status of the
 // PodGroups of a governed and an ungoverned namespace: it enqueues them (phase Inqueue) with a plain
 // update of the whole PodGroup, which the webhooks' matchConditions keep away from hyperbatch.
 func volcanoWritesStatus(t *testing.T, keys ...client.ObjectKey) {
 	t.Helper()
-	startVolcano(t)
+	framework.StartVolcanoForTest(t, w.Config)
 	for _, key := range keys {
 		var pg schedulingv1beta1.PodGroup
 		framework.Eventually(t, 90*time.Second, "Volcano's scheduler to write the status of PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
