@@ -34,7 +34,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -52,24 +51,11 @@ func TestMain(m *testing.M) {
 }
 
 func reconciles(b *testing.B) float64 {
-	mfs, err := metrics.Registry.Gather()
+	v, err := framework.ReconcileTotal("podgroup")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "podgroup" {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return v
 }
 
 func BenchmarkJobSetsToPodGroups(b *testing.B) {

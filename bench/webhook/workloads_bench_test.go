@@ -25,7 +25,6 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -399,26 +398,11 @@ func waitForGate(b *testing.B, c client.Client, setup burstSetup, tag string) {
 // admissionCalls is hyperbatch_webhook_admission_requests_total of kind's CREATEs (Pod: the Pod
 // webhooks; JobSetPod: the PodGroup gate), served by the manager in this process.
 func admissionCalls(b *testing.B, kind string) float64 {
-	fams, err := ctrlmetrics.Registry.Gather()
+	v, err := framework.ControllerMetric("hyperbatch_webhook_admission_requests_total", map[string]string{"kind": kind, "operation": "CREATE"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum float64
-	for _, f := range fams {
-		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["kind"] == kind && labels["operation"] == "CREATE" {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
+	return v
 }
 
 // workloadResult is one round: the time from the workload's CREATE until its first and its last pod

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -17,24 +18,18 @@ import (
 // test that checks a controller did NOT act waits for this count to grow first: the positive signal
 // that the controller has looked at the objects in question.
 func ReconcileTotal(controller string) (float64, error) {
+	return ControllerMetric("controller_runtime_reconcile_total", map[string]string{"controller": controller})
+}
+
+// ControllerMetric sums a metric of controller-runtime's registry (the managers and webhooks
+// running in this test process, hyperbatch's own metrics among them) over the series whose labels
+// include labels, as ComponentMetric does.
+func ControllerMetric(name string, labels map[string]string) (float64, error) {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		return 0, fmt.Errorf("gathering controller-runtime metrics: %w", err)
 	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total, nil
+	return sumSeries(families, name, labels), nil
 }
 
 // Eventually polls cond every 100ms until it reports true with no error, and fails the test after
@@ -61,6 +56,12 @@ func ComponentMetric(name string, labels map[string]string) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("gathering component metrics: %w", err)
 	}
+	return sumSeries(families, name, labels), nil
+}
+
+// sumSeries sums metric name over the series whose labels include labels: a counter's or gauge's
+// value, a histogram's sample sum.
+func sumSeries(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
 	var total float64
 	for _, f := range families {
 		if f.GetName() != name {
@@ -87,5 +88,5 @@ func ComponentMetric(name string, labels map[string]string) (float64, error) {
 			}
 		}
 	}
-	return total, nil
+	return total
 }

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -104,22 +103,13 @@ func podGroupUpdates(t *testing.T, webhook string) float64 {
 // operations on kind and one webhook ("mutating", "validating", or "" for both).
 func admissionRequests(t *testing.T, kind, operation, webhook string) float64 {
 	t.Helper()
-	fams, err := metrics.Registry.Gather()
-	require.NoError(t, err)
-	var sum float64
-	for _, f := range fams {
-		if f.GetName() != "hyperbatch_webhook_admission_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := labels(m)
-			if strings.Contains(l, "kind="+kind+",") && strings.Contains(l, "operation="+operation+",") &&
-				(webhook == "" || strings.HasSuffix(l, "webhook="+webhook)) {
-				sum += m.GetCounter().GetValue()
-			}
-		}
+	labels := map[string]string{"kind": kind, "operation": operation}
+	if webhook != "" {
+		labels["webhook"] = webhook
 	}
-	return sum
+	v, err := framework.ControllerMetric("hyperbatch_webhook_admission_requests_total", labels)
+	require.NoError(t, err)
+	return v
 }
 
 // A PodGroup's status is written with plain updates (its CRD has no status subresource). Those
