@@ -199,24 +199,29 @@ func podCheckPriorityClass() string {
 		"object.spec.?priorityClassName.orValue('') != params.data[" + cel(KeyPodPriorityClassName) + "]"
 }
 
+// Every message below starts with its own validation's test and is empty when that passes: the
+// apiserver evaluates all of a policy's messageExpressions for every request it judges, in a CEL
+// activation of their own (the params converted and the variables computed again), whether or not
+// a validation failed. Guarded, a message that will not be shown computes no text and raises no
+// error (an absent key, an empty list's first element).
 func podChecks() []validation {
 	return []validation{
 		{
 			expression: podCheckSpelling,
-			message: cel(podQueuePath()+`: Invalid value: "`) + ` + variables.q + ` +
+			message: "!variables.misspelled ? '' : " + cel(podQueuePath()+`: Invalid value: "`) + ` + variables.q + ` +
 				cel(fmt.Sprintf(`": a queue name has no spaces around it or after %q: Volcano looks the queue up by its exact name; write "`, defaults.NamespaceQueuePrefix)) +
 				` + variables.qn + '"'`,
 			reason: "Invalid",
 		},
 		{
 			expression: podCheckAllowed,
-			message:    cel(podQueuePath()+`: Forbidden: queue "`) + ` + variables.qn + '"' + variables.refusing[0][0]`,
+			message:    "size(variables.refusing) == 0 ? '' : " + cel(podQueuePath()+`: Forbidden: queue "`) + ` + variables.qn + '"' + variables.refusing[0][0]`,
 			// Invalid (422), as the webhook's refusal: its cause is the Forbidden field error.
 			reason: "Invalid",
 		},
 		{
 			expression: podCheckPriorityClass(),
-			message:    "params.data[" + cel(KeyPodPriorityClassDenial) + "]",
+			message:    "params.data[?" + cel(KeyPodPriorityClassDenial) + "].orValue('')",
 			reason:     "Invalid",
 		},
 	}
@@ -251,11 +256,12 @@ func podWarnings() []validation {
 	return []validation{
 		{
 			expression: "variables.filled == 0 || variables.refused",
-			message:    "params.data[" + cel(KeyPodWarnings) + "].split('\\n')[variables.filled - 1]",
+			message:    "variables.filled == 0 ? '' : params.data[" + cel(KeyPodWarnings) + "].split('\\n')[variables.filled - 1]",
 		},
 		{
 			expression: "!(variables.newTopologyOpen && variables.newPinned && " + cel(KeyPodTopologySkip) + " in params.data) || variables.refused",
-			message:    "params.data[" + cel(KeyPodTopologySkip) + "] + variables.pin",
+			message: "!(" + cel(KeyPodTopologySkip) + " in params.data && variables.newTopologyOpen && variables.newPinned) ? '' : " +
+				"params.data[" + cel(KeyPodTopologySkip) + "] + variables.pin",
 		},
 	}
 }
