@@ -152,15 +152,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("admission params written", "namespace", ns.Name, "policy", data[admissionpolicy.KeyPolicy])
 		return ctrl.Result{}, nil
 	}
-	if maps.Equal(have.Data, want.Data) && maps.Equal(have.Labels, want.Labels) && len(have.BinaryData) == 0 && len(have.ManagedFields) == 0 {
+	if maps.Equal(have.Data, want.Data) && maps.Equal(have.Labels, want.Labels) && len(have.BinaryData) == 0 {
 		return ctrl.Result{}, nil
 	}
 	have.Data, have.Labels, have.BinaryData = want.Data, want.Labels, nil
-	// No managed fields: every ValidatingAdmissionPolicy converts the whole ConfigMap for each
-	// request it judges, and the managed fields (a JSON document decoded each time) doubled that
-	// conversion's cost. An update whose managedFields is one empty entry stores none; a create
-	// cannot, so a new ConfigMap gets this update once.
-	have.ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	if err := r.client.Update(ctx, &have); err != nil {
 		paramsWrites.WithLabelValues("error").Inc()
 		if apierrors.IsConflict(err) {
