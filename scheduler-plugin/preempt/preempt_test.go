@@ -254,12 +254,7 @@ func TestChooseMatchesBruteForce(t *testing.T) {
 		in := newInstance(rng, 1+rng.Intn(4), now)
 		below := int32([]int{5, 10, 50}[rng.Intn(3)]) // the preemptor's priority: victims are below it
 		eligible := func(u *Unit) bool { return u.Priority < below }
-		var units []*Unit
-		for _, u := range in.units {
-			if eligible(u) {
-				units = append(units, u)
-			}
-		}
+		units := eligibleUnits(in.units, eligible)
 		if len(units) > 12 {
 			continue
 		}
@@ -325,12 +320,7 @@ func TestChooseSharedBudgetsMatchBruteForce(t *testing.T) {
 		in := newInstance(rng, 1+rng.Intn(4), now)
 		below := int32([]int{5, 10, 50}[rng.Intn(3)])
 		eligible := func(u *Unit) bool { return u.Priority < below }
-		var units []*Unit
-		for _, u := range in.units {
-			if eligible(u) {
-				units = append(units, u)
-			}
-		}
+		units := eligibleUnits(in.units, eligible)
 		if len(units) > 12 {
 			continue
 		}
@@ -482,4 +472,15 @@ func TestChoosePrefersDomainsWithoutPDBViolations(t *testing.T) {
 	if err != nil || got.HyperNode != "leaf-0" || got.Cost.PDBViolations != 32 {
 		t.Fatalf("got %+v, %v; want leaf-0 with 32 violations", got, err)
 	}
+}
+
+// eligibleUnits are the units of all that eligible accepts, in order.
+func eligibleUnits(all []*Unit, eligible func(*Unit) bool) []*Unit {
+	var units []*Unit
+	for _, u := range all {
+		if eligible(u) {
+			units = append(units, u)
+		}
+	}
+	return units
 }
