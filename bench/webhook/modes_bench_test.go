@@ -27,9 +27,12 @@ import (
 )
 
 // BenchmarkAdmissionModes creates burstPods bare Pods in the governed bench namespace through
-// kube-apiserver under eight admission set-ups, each twice, in a mirrored order (ABBA): policy,
-// webhook, floor-patch, floor, map-noop, map-noop-ac, vap-noop, none, then the same backwards:
+// kube-apiserver under these admission set-ups, each twice, in a mirrored order (ABBA): policy,
+// policy-mutate-checks, policy-mutate, webhook, floor-patch, floor, map-patch, map-noop,
+// map-noop-ac, vap-noop, none, then the same backwards:
 //   - policy: hyperbatch's admission policies (--admission=policy), the webhooks' Pod entries gone;
+//   - policy-mutate, policy-mutate-checks: policy's breakdown, its CREATE MutatingAdmissionPolicy
+//     alone and with the checks policy (policy mode with --admission-warnings=false);
 //   - webhook: hyperbatch's webhooks (--admission=webhook);
 //   - floor-patch: one mutating webhook answering with a one-operation patch (an annotation): the
 //     least a webhook that changes the Pod costs (the apiserver applies the patch, decodes the
@@ -38,6 +41,9 @@ import (
 //   - map-noop: one MutatingAdmissionPolicy (and binding) matching the same Pods whose mutation, a
 //     JSON patch as hyperbatch's, changes nothing: the least such a MAP costs;
 //   - map-noop-ac: the same with an apply configuration (an empty annotations map);
+//   - map-patch: one MutatingAdmissionPolicy whose JSON patch is floor-patch's one operation (an
+//     annotation) for every Pod, with no params and no variables: the least a policy that changes
+//     the Pod costs;
 //   - vap-noop: one ValidatingAdmissionPolicy (and Deny binding) matching the same Pods whose
 //     validation always holds for them;
 //   - none: no admission at all.
@@ -63,9 +69,10 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		setupPolicyMutateChecks: policyObjects(admissionpolicy.CreatePolicyName(defaults.KindPod), admissionpolicy.CheckPolicyName(defaults.KindPod)),
 		setupMAPNoop:            noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
 		setupMAPNoopAC:          noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
+		setupMAPPatch:           patchMutatingPolicy(),
 		setupVAPNoop:            noopValidatingPolicy(),
 	}
-	all := []burstSetup{setupPolicy, setupPolicyMutateChecks, setupPolicyMutate, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
+	all := []burstSetup{setupPolicy, setupPolicyMutateChecks, setupPolicyMutate, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPPatch, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
 	half, partial := all, false
 	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
 		half, partial = nil, true
@@ -121,7 +128,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 			time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), burstPods, concurrency, joinSetups(order))
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin go test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 40m\n")
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicyMutate, setupPolicyMutateChecks, setupPolicy} {
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupMAPPatch, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicyMutate, setupPolicyMutateChecks, setupPolicy} {
 			if _, ok := rounds[s]; !ok {
 				continue
 			}
@@ -143,7 +150,10 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		}
 		ratio("policy/none pods/s", " (goal >= 0.95x)", setupPolicy, setupNone, false)
 		ratio("policy/map-noop pods/s", "", setupPolicy, setupMAPNoop, false)
+		ratio("policy/map-patch pods/s", "", setupPolicy, setupMAPPatch, false)
 		ratio("policy-mutate/map-noop pods/s", "", setupPolicyMutate, setupMAPNoop, false)
+		ratio("policy-mutate/map-patch pods/s", "", setupPolicyMutate, setupMAPPatch, false)
+		ratio("policy-mutate-checks/map-patch pods/s", "", setupPolicyMutateChecks, setupMAPPatch, false)
 		ratio("policy-mutate-checks/policy-mutate pods/s", "", setupPolicyMutateChecks, setupPolicyMutate, false)
 		ratio("policy/policy-mutate-checks pods/s", "", setupPolicy, setupPolicyMutateChecks, false)
 		ratio("webhook/floor pods/s", " (goal >= 0.95x)", setupHyperbatch, setupFloor, false)
@@ -154,6 +164,8 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		ratio("policy/webhook pods/s", "", setupPolicy, setupHyperbatch, false)
 		ratio("map-noop/none pods/s", "", setupMAPNoop, setupNone, false)
 		ratio("map-noop-ac/none pods/s", "", setupMAPNoopAC, setupNone, false)
+		ratio("map-patch/map-noop pods/s", "", setupMAPPatch, setupMAPNoop, false)
+		ratio("map-patch/floor-patch pods/s", "", setupMAPPatch, setupFloorPatch, false)
 		ratio("vap-noop/none pods/s", "", setupVAPNoop, setupNone, false)
 		ratio("floor/none pods/s", "", setupFloor, setupNone, false)
 		for _, s := range half {
@@ -238,6 +250,24 @@ func noopMutatingPolicy(patchType admissionregistrationv1.PatchType) []client.Ob
 		m.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {?'" + noopProbeLabel + "': " +
 			probe + " ? optional.of('map') : optional.none()}}}"}
 	}
+	return []client.Object{
+		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
+				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{m}}},
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding}},
+	}
+}
+
+// patchMutatingPolicy is the map-patch set-up: a MutatingAdmissionPolicy whose JSON patch adds
+// floor-patch's annotation to every Pod (the bench's Pods have no annotations: the patch adds the
+// map), with no params and no variables.
+func patchMutatingPolicy() []client.Object {
+	constraints, binding := noopMatch()
+	fp := admissionregistrationv1.Fail
+	name := "bench-patch-map"
+	m := admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" + floorPatchAnnotation + "': '1'}}]"}}
 	return []client.Object{
 		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,

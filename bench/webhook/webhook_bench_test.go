@@ -424,11 +424,18 @@ const (
 	setupFloorPatch burstSetup = "floor-patch"
 	setupMAPNoop    burstSetup = "map-noop"
 	setupMAPNoopAC  burstSetup = "map-noop-ac"
+	// setupMAPPatch: one MutatingAdmissionPolicy whose JSON patch is floor-patch's one operation,
+	// for every Pod: the least a policy that changes the Pod costs.
+	setupMAPPatch burstSetup = "map-patch"
 	setupVAPNoop    burstSetup = "vap-noop"
 )
 
 // callsWebhook reports whether setup sends every Pod to one of the bench's own webhooks.
 func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
+
+// patchesFloorAnnotation reports whether setup writes floorPatchAnnotation on every Pod (the
+// one-operation patch of floor-patch's webhook or map-patch's policy).
+func (s burstSetup) patchesFloorAnnotation() bool { return s == setupFloorPatch || s == setupMAPPatch }
 
 // defaults reports whether Pods are defaulted under setup.
 func (s burstSetup) defaults() bool {
@@ -509,7 +516,7 @@ func burst(b *testing.B, c client.Client, prefix string, setup burstSetup) burst
 				firstErr.CompareAndSwap(nil, err.Error())
 				return
 			}
-			if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks || (p.Annotations[floorPatchAnnotation] == "1") != (setup == setupFloorPatch) {
+			if (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") != hooks || (p.Annotations[floorPatchAnnotation] == "1") != setup.patchesFloorAnnotation() {
 				wrong.Add(1)
 			}
 		}
@@ -579,7 +586,7 @@ func useSetup(b *testing.B, c client.Client, setups map[burstSetup][]client.Obje
 		called := noopCalls.Load() > calls0
 		_ = c.Delete(ctx, p)
 		return setup != setupVAPNoop && (p.Annotations["scheduling.volcano.sh/queue-name"] == "bench") == setup.defaults() &&
-			called == setup.callsWebhook() && (p.Annotations[floorPatchAnnotation] == "1") == (setup == setupFloorPatch) && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop || setup == setupMAPNoopAC), nil
+			called == setup.callsWebhook() && (p.Annotations[floorPatchAnnotation] == "1") == setup.patchesFloorAnnotation() && (p.Annotations[noopProbeLabel] == "map") == (setup == setupMAPNoop || setup == setupMAPNoopAC), nil
 	})
 	if err != nil {
 		b.Fatalf("the apiserver did not follow the webhook configurations of set-up %s: %v", setup, err)
