@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,6 +51,10 @@ import (
 //     validation always holds for them;
 //   - none: no admission at all.
 //
+// After each round its Pods are deleted and the apiserver is let settle (settle): Pods kept from
+// every earlier round made the later rounds slower (the apiserver's heap and its garbage collection
+// grow with them), and the mirrored order cancelled that drift in the means only.
+//
 // It reports each set-up's pods/s, the p99 of one creation's latency, and the apiserver's CPU time
 // per Pod (utime+stime of the kube-apiserver process over the round, from /proc), and writes them
 // to bench/results/admission.txt. HYPERBATCH_BENCH_SETUPS (e.g. "policy,map-noop") runs only those
@@ -59,6 +66,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cs := kubernetes.NewForConfigOrDie(w.Config)
 	setups := map[burstSetup][]client.Object{
 		setupHyperbatch: {mwc, vwc},
 		setupFloor:      {floorConfiguration(mwc.Webhooks[0].ClientConfig)},
@@ -112,6 +120,8 @@ func BenchmarkAdmissionModes(b *testing.B) {
 				}
 			}
 			rounds[setup] = append(rounds[setup], round{burstResult: r, cpuPerPod: (cpu1 - cpu0) / burstPods})
+			deleteBurstPods(b, cs)
+			settle(b, apiserver)
 		}
 		useSetup(b, c, setups, setupHyperbatch, fmt.Sprintf("modes-%d-end", iter))
 		avg := func(s burstSetup) round {
@@ -358,4 +368,21 @@ func cpuTime(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("parsing /proc/%d/stat", pid)
 	}
 	return time.Duration(u+s) * 10 * time.Millisecond, nil
+}
+
+// deleteBurstPods deletes every Pod of the bench namespace (a round's burst; the probes are
+// deleted by useSetup) and waits until none is left. The Pods are bound to no node, so they go at
+// once.
+func deleteBurstPods(b *testing.B, cs kubernetes.Interface) {
+	ctx := context.Background()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cs.CoreV1().Pods(benchNS).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return false, nil //nolint:nilerr // poll again
+		}
+		l, err := cs.CoreV1().Pods(benchNS).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		b.Fatalf("the bench namespace's Pods were not deleted: %v", err)
+	}
 }

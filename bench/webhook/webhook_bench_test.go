@@ -427,7 +427,7 @@ const (
 	// setupMAPPatch: one MutatingAdmissionPolicy whose JSON patch is floor-patch's one operation,
 	// for every Pod: the least a policy that changes the Pod costs.
 	setupMAPPatch burstSetup = "map-patch"
-	setupVAPNoop    burstSetup = "vap-noop"
+	setupVAPNoop  burstSetup = "vap-noop"
 )
 
 // callsWebhook reports whether setup sends every Pod to one of the bench's own webhooks.
