@@ -32,7 +32,7 @@ import (
 // BenchmarkAdmissionModes creates burstPods bare Pods in the governed bench namespace through
 // kube-apiserver under these admission set-ups, each twice in a mirrored order (ABBA; the whole
 // order HYPERBATCH_BENCH_MODES_REPEATS times, once by default): policy,
-// policy-mutate-checks, policy-mutate, webhook, floor-patch, floor, map-patch, map-noop,
+// policy-mutate-checks, policy-mutate, policy-floor, webhook, floor-patch, floor, map-patch, map-noop,
 // map-noop-ac, vap-noop, none, then the same backwards:
 //   - policy: hyperbatch's admission policies (--admission=policy), the webhooks' Pod entries gone;
 //   - policy-mutate, policy-mutate-checks: policy's breakdown, its CREATE MutatingAdmissionPolicy
@@ -48,6 +48,9 @@ import (
 //   - map-patch: one MutatingAdmissionPolicy whose JSON patch is floor-patch's one operation (an
 //     annotation) for every Pod, with no params and no variables: the least a policy that changes
 //     the Pod costs;
+//   - policy-floor: policy's policies, bindings and params with expressions that do nothing of
+//     hyperbatch's (map-patch's one operation, validations that hold, empty messages): what the
+//     apiserver's machinery for them costs;
 //   - vap-noop: one ValidatingAdmissionPolicy (and Deny binding) matching the same Pods whose
 //     validation always holds for them;
 //   - none: no admission at all.
@@ -79,9 +82,10 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		setupMAPNoop:            noopMutatingPolicy(admissionregistrationv1.PatchTypeJSONPatch),
 		setupMAPNoopAC:          noopMutatingPolicy(admissionregistrationv1.PatchTypeApplyConfiguration),
 		setupMAPPatch:           patchMutatingPolicy(),
+		setupPolicyFloor:        policyFloorObjects(),
 		setupVAPNoop:            noopValidatingPolicy(),
 	}
-	all := []burstSetup{setupPolicy, setupPolicyMutateChecks, setupPolicyMutate, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPPatch, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
+	all := []burstSetup{setupPolicy, setupPolicyMutateChecks, setupPolicyMutate, setupPolicyFloor, setupHyperbatch, setupFloorPatch, setupFloor, setupMAPPatch, setupMAPNoop, setupMAPNoopAC, setupVAPNoop, setupNone}
 	half, partial := all, false
 	if only := os.Getenv("HYPERBATCH_BENCH_SETUPS"); only != "" {
 		half, partial = nil, true
@@ -148,7 +152,7 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		}
 		fmt.Fprintf(&sb, "# make build && bench-run env KUBEBUILDER_ASSETS=$PWD/bin %sgo test ./bench/webhook/ -run '^$' -bench AdmissionModes -benchtime=1x -timeout 60m\n", env)
 		fmt.Fprintf(&sb, "# load average at start: %s\n", loadAtStart)
-		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupMAPPatch, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicyMutate, setupPolicyMutateChecks, setupPolicy} {
+		for _, s := range []burstSetup{setupNone, setupMAPNoop, setupMAPNoopAC, setupMAPPatch, setupVAPNoop, setupFloor, setupFloorPatch, setupHyperbatch, setupPolicyFloor, setupPolicyMutate, setupPolicyMutateChecks, setupPolicy} {
 			if _, ok := rounds[s]; !ok {
 				continue
 			}
@@ -175,6 +179,8 @@ func BenchmarkAdmissionModes(b *testing.B) {
 		ratio("policy/none pods/s", " (goal >= 0.95x)", setupPolicy, setupNone, false)
 		ratio("policy/map-noop pods/s", "", setupPolicy, setupMAPNoop, false)
 		ratio("policy/map-patch pods/s", "", setupPolicy, setupMAPPatch, false)
+		ratio("policy/policy-floor pods/s", "", setupPolicy, setupPolicyFloor, false)
+		ratio("policy-floor/map-patch pods/s", "", setupPolicyFloor, setupMAPPatch, false)
 		ratio("policy-mutate/map-noop pods/s", "", setupPolicyMutate, setupMAPNoop, false)
 		ratio("policy-mutate/map-patch pods/s", "", setupPolicyMutate, setupMAPPatch, false)
 		ratio("policy-mutate-checks/map-patch pods/s", "", setupPolicyMutateChecks, setupMAPPatch, false)
@@ -299,6 +305,39 @@ func patchMutatingPolicy() []client.Object {
 		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding}},
 	}
+}
+
+// policyFloorObjects is the policy-floor set-up: policy mode's objects (policyObjects) renamed
+// "floor-…", with the same params, variables and bindings, whose expressions do nothing of
+// hyperbatch's: the CREATE mutation adds floor-patch's annotation (as map-patch), the UPDATE
+// mutation (not run by a burst) is left as it is, every validation holds and every message is empty.
+func policyFloorObjects() []client.Object {
+	var out []client.Object
+	for _, o := range policyObjects() {
+		o = o.DeepCopyObject().(client.Object)
+		o.SetName("floor-" + o.GetName())
+		switch p := o.(type) {
+		case *admissionregistrationv1.MutatingAdmissionPolicy:
+			for i := range p.Spec.Mutations {
+				if m := &p.Spec.Mutations[i]; m.JSONPatch != nil {
+					m.JSONPatch.Expression = "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" + floorPatchAnnotation + "': '1'}}]"
+				}
+			}
+		case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+			p.Spec.PolicyName = "floor-" + p.Spec.PolicyName
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			for i := range p.Spec.Validations {
+				p.Spec.Validations[i].Expression = "true"
+				if p.Spec.Validations[i].MessageExpression != "" {
+					p.Spec.Validations[i].MessageExpression = "''"
+				}
+			}
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			p.Spec.PolicyName = "floor-" + p.Spec.PolicyName
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // noopValidatingPolicy is the vap-noop set-up: a ValidatingAdmissionPolicy (Deny) that holds for

@@ -428,15 +428,21 @@ const (
 	// setupMAPPatch: one MutatingAdmissionPolicy whose JSON patch is floor-patch's one operation,
 	// for every Pod: the least a policy that changes the Pod costs.
 	setupMAPPatch burstSetup = "map-patch"
-	setupVAPNoop  burstSetup = "vap-noop"
+	// setupPolicyFloor: policy mode's policies and bindings with the same params, whose expressions
+	// do nothing of hyperbatch's: the CREATE mutation is map-patch's one operation, every validation
+	// holds and every message is empty. What the apiserver's machinery for those policies costs.
+	setupPolicyFloor burstSetup = "policy-floor"
+	setupVAPNoop     burstSetup = "vap-noop"
 )
 
 // callsWebhook reports whether setup sends every Pod to one of the bench's own webhooks.
 func (s burstSetup) callsWebhook() bool { return s == setupFloor || s == setupFloorPatch }
 
 // patchesFloorAnnotation reports whether setup writes floorPatchAnnotation on every Pod (the
-// one-operation patch of floor-patch's webhook or map-patch's policy).
-func (s burstSetup) patchesFloorAnnotation() bool { return s == setupFloorPatch || s == setupMAPPatch }
+// one-operation patch of floor-patch's webhook, or of map-patch's and policy-floor's policies).
+func (s burstSetup) patchesFloorAnnotation() bool {
+	return s == setupFloorPatch || s == setupMAPPatch || s == setupPolicyFloor
+}
 
 // defaults reports whether Pods are defaulted under setup.
 func (s burstSetup) defaults() bool {
