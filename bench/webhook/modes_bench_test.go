@@ -267,8 +267,6 @@ func noopMatch() (*admissionregistrationv1.MatchResources, *admissionregistratio
 // Pod to JSON, applies the patch and decodes the result), map-noop-ac's an apply configuration (an
 // empty annotations map: still merged over the whole Pod with structured-merge-diff).
 func noopMutatingPolicy(patchType admissionregistrationv1.PatchType) []client.Object {
-	constraints, binding := noopMatch()
-	fp := admissionregistrationv1.Fail
 	probe := "'" + noopProbeLabel + "' in object.metadata.?labels.orValue({})"
 	m := admissionregistrationv1.Mutation{PatchType: patchType}
 	name := "bench-noop-map"
@@ -280,24 +278,26 @@ func noopMutatingPolicy(patchType admissionregistrationv1.PatchType) []client.Ob
 		m.ApplyConfiguration = &admissionregistrationv1.ApplyConfiguration{Expression: "Object{metadata: Object.metadata{annotations: {?'" + noopProbeLabel + "': " +
 			probe + " ? optional.of('map') : optional.none()}}}"}
 	}
-	return []client.Object{
-		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
-				ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy, Mutations: []admissionregistrationv1.Mutation{m}}},
-		&admissionregistrationv1.MutatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: name, MatchResources: binding}},
-	}
+	return benchMutatingPolicy(name, m)
 }
 
 // patchMutatingPolicy is the map-patch set-up: a MutatingAdmissionPolicy whose JSON patch adds
 // floor-patch's annotation to every Pod (the bench's Pods have no annotations: the patch adds the
 // map), with no params and no variables.
 func patchMutatingPolicy() []client.Object {
+	return benchMutatingPolicy("bench-patch-map", admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: floorPatchExpression}})
+}
+
+// floorPatchExpression is a JSON patch of one operation, floor-patch's: it adds the annotations
+// map with floorPatchAnnotation (the bench's Pods have no annotations).
+const floorPatchExpression = "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" + floorPatchAnnotation + "': '1'}}]"
+
+// benchMutatingPolicy is a MutatingAdmissionPolicy of mutation m and its binding, both named name,
+// matching the bench namespace's Pod CREATEs (noopMatch), failing closed, never reinvoked.
+func benchMutatingPolicy(name string, m admissionregistrationv1.Mutation) []client.Object {
 	constraints, binding := noopMatch()
 	fp := admissionregistrationv1.Fail
-	name := "bench-patch-map"
-	m := admissionregistrationv1.Mutation{PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-		JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" + floorPatchAnnotation + "': '1'}}]"}}
 	return []client.Object{
 		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{MatchConstraints: constraints, FailurePolicy: &fp,
@@ -320,7 +320,7 @@ func policyFloorObjects() []client.Object {
 		case *admissionregistrationv1.MutatingAdmissionPolicy:
 			for i := range p.Spec.Mutations {
 				if m := &p.Spec.Mutations[i]; m.JSONPatch != nil {
-					m.JSONPatch.Expression = "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'" + floorPatchAnnotation + "': '1'}}]"
+					m.JSONPatch.Expression = floorPatchExpression
 				}
 			}
 		case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
