@@ -446,15 +446,11 @@ type modesRound struct {
 	cpuPerPod time.Duration
 }
 
-// medianRate is the median pods/s of rounds (the mean of the middle two for an even count).
+// medianRate is the median pods/s of rounds.
 func medianRate(rounds []modesRound) float64 {
 	r := make([]float64, len(rounds))
 	for i, x := range rounds {
 		r[i] = x.rps
 	}
-	slices.Sort(r)
-	if len(r)%2 == 1 {
-		return r[len(r)/2]
-	}
-	return (r[len(r)/2-1] + r[len(r)/2]) / 2
+	return medianOf(r)
 }

@@ -201,7 +201,7 @@ func BenchmarkAdmissionWorkloads(b *testing.B) {
 			for _, r := range rounds[kind][s] {
 				ds = append(ds, r.elapsed)
 			}
-			return medianDuration(ds)
+			return medianOf(ds)
 		}
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "# %s BenchmarkAdmissionWorkloads, GOMAXPROCS=%d, %s, one Volcano Job and one JobSet of %d pods per round in the governed bench namespace, created by the real controllers "+
@@ -622,12 +622,13 @@ func benchJobSet(name string, n int) *jobsetv1alpha2.JobSet {
 	}
 }
 
-// medianDuration is the median of ds (the mean of the middle two for an even count).
-func medianDuration(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
+// medianOf is the median of xs (the mean of the middle two for an even count; 0 for none). It
+// sorts a copy.
+func medianOf[T float64 | time.Duration](xs []T) T {
+	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
