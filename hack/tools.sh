@@ -56,7 +56,6 @@ GROUP[kube-controller-manager]=k8s;  PKG[kube-controller-manager]=k8s.io/kuberne
 GROUP[kubectl]=k8s;                  PKG[kubectl]=k8s.io/kubernetes/cmd/kubectl
 GROUP[kube-apiserver-1.36]=k8s136;          PKG[kube-apiserver-1.36]=k8s.io/kubernetes/cmd/kube-apiserver
 GROUP[kube-controller-manager-1.36]=k8s136; PKG[kube-controller-manager-1.36]=k8s.io/kubernetes/cmd/kube-controller-manager
-GROUP[kubectl-1.36]=k8s136;                 PKG[kubectl-1.36]=k8s.io/kubernetes/cmd/kubectl
 GROUP[kwok]=kwok;                    PKG[kwok]=sigs.k8s.io/kwok/cmd/kwok
 GROUP[controller-gen]=gen;           PKG[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 GROUP[helm]=gen;                     PKG[helm]=helm.sh/helm/v3/cmd/helm
@@ -75,7 +74,7 @@ GROUP[karmada-scheduler]=karmada;            PKG[karmada-scheduler]=github.com/k
 GROUP[kueue-manager]=kueue;                  PKG[kueue-manager]=sigs.k8s.io/kueue/cmd/kueue
 # OUT: the path under bin/ when it is not the tool's name (the 1.36 binaries keep the upstream names in
 # their own directory, so KUBEBUILDER_ASSETS / HYPERBATCH_BIN can point at it).
-declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager [kubectl-1.36]=k8s-1.36/kubectl)
+declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager)
 ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
@@ -92,15 +91,20 @@ stamp_of() { # tool -> stamp text
   echo "$1 ${PKG[$1]} $(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -c1-16) $(go env GOVERSION)"
 }
 
-build() {
+# est_of tool -> "~Ns" from the tool's last build on this machine (kept beside the tool cache), or "".
+TIMES=
+[ "$CACHE" = off ] || { TIMES=$CACHE/.times; mkdir -p "$TIMES" 2>/dev/null || TIMES=; }
+est_of() { [ -n "$TIMES" ] && [ -f "$TIMES/$1" ] && echo "last build $(cat "$TIMES/$1")s" || true; }
+
+# ready tool: 0 when bin/ or the tool cache already has the tool at its stamp (copying it from the
+# cache), 1 when it must be built.
+ready() {
   local tool=$1
-  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36 kueue-manager"
-  local dir=hack/tools/${GROUP[$tool]} out=$BIN/${OUT[$tool]:-$tool} stampf=$BIN/.$tool.stamp want
+  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kueue-manager"
+  local out=$BIN/${OUT[$tool]:-$tool} stampf=$BIN/.$tool.stamp want cached=
   mkdir -p "$(dirname "$out")"
   want=$(stamp_of "$tool")
-  local key cached=
-  key=$(printf '%s' "$want" | sha256sum | cut -c1-16)
-  [ "$CACHE" = off ] || cached=$CACHE/$tool-$key
+  [ "$CACHE" = off ] || cached=$CACHE/$tool-$(printf '%s' "$want" | sha256sum | cut -c1-16)
   if [ -x "$out" ] && [ -f "$stampf" ] && [ "$(cat "$stampf")" = "$want" ]; then
     echo "  $tool: up to date ($out)"
     [ -z "$cached" ] || [ -x "$cached" ] || to_cache "$out" "$cached"
@@ -112,22 +116,45 @@ build() {
     echo "  $tool: copied from the tool cache ($cached)"
     return 0
   fi
-  local ldflags="-s -w"
-  [ -z "${K8S_VERSION[${GROUP[$tool]}]:-}" ] || ldflags=$(k8s_ldflags "${K8S_VERSION[${GROUP[$tool]}]}")
-  [ "${GROUP[$tool]}" = karmada ] && ldflags="-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(awk '$1=="github.com/karmada-io/karmada"{print $2; exit}' "$dir/go.mod")"
-  local start=$SECONDS log
-  log=$(mktemp)
-  echo "  $tool: building ${PKG[$tool]} (pinned in $dir/go.mod) ..."
-  if ! (cd "$dir" && go build -ldflags "$ldflags" -o "$out.tmp" "${PKG[$tool]}") >"$log" 2>&1; then
+  return 1
+}
+
+ldflags_of() { # group -> ldflags
+  local g=$1
+  if [ -n "${K8S_VERSION[$g]:-}" ]; then k8s_ldflags "${K8S_VERSION[$g]}"
+  elif [ "$g" = karmada ]; then echo "-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(awk '$1=="github.com/karmada-io/karmada"{print $2; exit}' "hack/tools/$g/go.mod")"
+  else echo "-s -w"; fi
+}
+
+# build_group n m group tool...: the group's missing tools in one `go build -o DIR` invocation (the go
+# command then schedules every compile and link of the group in one action graph), then each binary is
+# moved into place with its stamp and copied to the tool cache.
+build_group() {
+  local n=$1 m=$2 g=$3; shift 3
+  local dir=hack/tools/$g start=$SECONDS log tmp pkgs=() t est=() e
+  for t in "$@"; do pkgs+=("${PKG[$t]}"); e=$(est_of "$t"); [ -z "$e" ] || est+=("$t $e"); done
+  tmp=$(mktemp -d "$BIN/.build-$g.XXXXXX")
+  log=$tmp/build.log
+  local what="$*"
+  echo "  [$n/$m] $what: building (pinned in $dir/go.mod)${est:+; $(IFS=,; echo "${est[*]}" | sed 's/,/, /g')} ..."
+  if ! (cd "$dir" && go build -ldflags "$(ldflags_of "$g")" -o "$tmp/" "${pkgs[@]}") >"$log" 2>&1; then
     tail -n 30 "$log" >&2
-    rm -f "$out.tmp" "$log"
-    die "building $tool failed (see the compiler output above). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that $dir/go.sum is intact (cd $dir && go mod verify), then run 'make tools' again."
+    rm -rf "$tmp"
+    die "building $what failed (see the compiler output above). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that $dir/go.sum is intact (cd $dir && go mod verify), then run 'make tools' again."
   fi
-  rm -f "$log"
-  mv "$out.tmp" "$out"
-  echo "$want" > "$stampf"
-  [ -z "$cached" ] || to_cache "$out" "$cached"
-  echo "  $tool: built in $((SECONDS - start))s"
+  local secs=$((SECONDS - start)) out want cached base
+  for t in "$@"; do
+    base=${PKG[$t]##*/}; [ "$base" != v2 ] && [ "$base" != v3 ] || base=$(basename "$(dirname "${PKG[$t]}")")
+    out=$BIN/${OUT[$t]:-$t}
+    mv "$tmp/$base" "$out"
+    want=$(stamp_of "$t")
+    echo "$want" > "$BIN/.$t.stamp"
+    [ "$CACHE" = off ] || to_cache "$out" "$CACHE/$t-$(printf '%s' "$want" | sha256sum | cut -c1-16)"
+    # A group's time is the time of its one invocation; each of its tools records it as its estimate.
+    [ -z "$TIMES" ] || echo "$secs" > "$TIMES/$t"
+  done
+  rm -rf "$tmp"
+  echo "  [$n/$m] $what: built in ${secs}s (elapsed $((SECONDS - total))s)"
 }
 
 # kwok_stages: since v0.8.0 the kwok binary has no built-in stages ("no stages found"; kwokctl writes
@@ -149,8 +176,35 @@ kwok_stages() {
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || read -r -a tools <<< "$ALL"
 total=$SECONDS
+
+# Which tools must be built, grouped by tool module in first-seen order.
+declare -A TODO
+order=()
 for t in "${tools[@]}"; do
-  build "$t"
-  [ "$t" != kwok ] || kwok_stages
+  if ready "$t"; then continue; fi
+  g=${GROUP[$t]}
+  [ -n "${TODO[$g]:-}" ] || order+=("$g")
+  TODO[$g]="${TODO[$g]:-} $t"
 done
+
+if [ ${#order[@]} -gt 0 ]; then
+  # Downloads overlap compiles: every group's modules are fetched concurrently now, while the first
+  # group compiles (its own `go build` fetches what it still lacks; the module cache is safe for
+  # concurrent go commands). A failed prefetch is only reported: the build that needs it fails clearly.
+  dl=$(mktemp -d)
+  for g in "${order[@]:1}"; do
+    (cd "hack/tools/$g" && go mod download) >"$dl/$g.log" 2>&1 &
+  done
+  m=0; for g in "${order[@]}"; do read -r -a ts <<< "${TODO[$g]}"; m=$((m + ${#ts[@]})); done
+  n=0
+  for g in "${order[@]}"; do
+    read -r -a ts <<< "${TODO[$g]}"
+    n=$((n + ${#ts[@]}))
+    if [ ${#ts[@]} -gt 1 ]; then label="$((n - ${#ts[@]} + 1))-$n"; else label=$n; fi
+    build_group "$label" "$m" "$g" "${ts[@]}"
+  done
+  wait
+  rm -rf "$dl"
+fi
+for t in "${tools[@]}"; do [ "$t" != kwok ] || kwok_stages; done
 echo "tools ready in $BIN ($((SECONDS - total))s)"
