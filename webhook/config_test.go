@@ -102,6 +102,7 @@ func TestConfigurations(t *testing.T) {
 	}
 	changed := admissionregistrationv1.MatchCondition{Name: MatchConditionName, Expression: matchConditionExpression}
 	gang := admissionregistrationv1.MatchCondition{Name: selfDeclaredGangMatchName, Expression: selfDeclaredGangExpression}
+	unbound := admissionregistrationv1.MatchCondition{Name: unboundTopologyMatchName, Expression: unboundTopologyExpression}
 	names := map[string]bool{}
 	for _, e := range entries {
 		if names[e.name] {
@@ -129,6 +130,17 @@ func TestConfigurations(t *testing.T) {
 			want := []admissionregistrationv1.MatchCondition{gang}
 			if update {
 				want = []admissionregistrationv1.MatchCondition{changed, gang}
+			}
+			if !slices.Equal(e.conds, want) || len(e.ns.MatchExpressions) != 2 || !equality(e.ns.MatchExpressions[1], in) {
+				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)
+			}
+			continue
+		case VolcanoJobPodGroupEntryName, VolcanoJobPodGroupUpdateEntryName:
+			// Only ungoverned namespaces, and only a Volcano Job's PodGroup whose topology has no tier.
+			in := metav1.LabelSelectorRequirement{Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled}}
+			want := []admissionregistrationv1.MatchCondition{unbound}
+			if update {
+				want = []admissionregistrationv1.MatchCondition{changed, unbound}
 			}
 			if !slices.Equal(e.conds, want) || len(e.ns.MatchExpressions) != 2 || !equality(e.ns.MatchExpressions[1], in) {
 				t.Errorf("%s: matchConditions %+v namespaceSelector %+v", e.name, e.conds, e.ns)

@@ -13,9 +13,11 @@ import (
 
 // WorkloadPolicies are checked for a namespaceSelector that could not be applied: a wrong or
 // lower-case operator, values where they are required or forbidden, bad label keys or values
-// (defaults.ValidateNamespaceSelector). The CRD's CEL rules check the names; a CEL rule over the
-// selector's unbounded lists is beyond the CRD's cost budget, so the selector is checked here. An
-// unchanged selector is not judged again on UPDATE.
+// (defaults.ValidateNamespaceSelector). The CRD's CEL rules check the names; a CRD rule over the
+// selector's unbounded lists is beyond the CRD's cost budget, so the ValidatingAdmissionPolicy of
+// WorkloadPolicyCheck checks the selector in kube-apiserver (with the manager down too) and this
+// fail-open webhook repeats it with one message per field. An unchanged selector is not judged again
+// on UPDATE.
 func (d *deps) workloadPolicyValidator() admission.Handler {
 	return &validator[*hbv1.WorkloadPolicy]{
 		handlerBase: base[hbv1.WorkloadPolicy](d, KindWorkloadPolicy),

@@ -14,8 +14,9 @@ const (
 	// PodWebhookLabelDisabled is the value of PodWebhookLabel the namespacelabel controller writes
 	// on a namespace no WorkloadPolicy governs. The workload webhooks (Volcano Job, PodGroup,
 	// JobSet, HyperJob, PropagationPolicy) skip such namespaces, so a hyperbatch outage never blocks
-	// workloads that no policy governs; a namespace without the label (new, or not reconciled yet)
-	// still reaches them.
+	// workloads that no policy governs, but for two narrow entries whose work needs no policy (a
+	// JobSet that is a gang on its own; a Volcano Job's PodGroup whose topology lost its tier name);
+	// a namespace without the label (new, or not reconciled yet) still reaches them.
 	PodWebhookLabelDisabled = "disabled"
 	// PodWebhookManagedAnnotation ("true") on a Namespace marks a PodWebhookLabel the
 	// namespacelabel controller set, and may therefore remove; a label set by hand is never removed.

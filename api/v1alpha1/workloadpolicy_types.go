@@ -115,8 +115,9 @@ type PolicyDefaults struct {
 }
 
 // WorkloadPolicySpec says which namespaces a policy governs, what it defaults and what it allows.
-// Its namespaceSelector is checked by hyperbatch's validating webhook (a CEL rule over the
-// selector's unbounded lists is beyond the CRD's cost budget); its names by the CEL rules below.
+// Its namespaceSelector is checked by the ValidatingAdmissionPolicy hyperbatch-workloadpolicy-selector
+// (a CRD rule over the selector's unbounded lists is beyond the CRD's cost budget); its names by the
+// CEL rules below.
 type WorkloadPolicySpec struct {
 	// NamespaceSelector picks the namespaces this policy governs. Empty selects every namespace.
 	// +optional

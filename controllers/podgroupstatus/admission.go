@@ -26,7 +26,9 @@ type candidate struct {
 	key      types.NamespacedName
 	priority int32
 	created  time.Time
-	min      corev1.ResourceList
+	// min is the gang's price (gangcontract.Price); stated is its spec.minResources, named in a
+	// refusal where the price differs from it.
+	min, stated corev1.ResourceList
 }
 
 // queueOrder sorts the candidates in the scheduler plugin's QueueSort order for gangs
@@ -91,7 +93,7 @@ func admitQueueFor(queueName string, q *schedulingv1beta1.Queue, reserved corev1
 		if !fits(q.Spec.Capability, used, c.min) {
 			if mine {
 				out[c.key] = verdict{reason: ReasonQueueCapabilityExceeded, message: fmt.Sprintf(
-					"queue %q capability exceeded: %s", queueName, exceeds(q.Spec.Capability, used, c.min))}
+					"queue %q capability exceeded: %s", queueName, exceeds(q.Spec.Capability, used, c.min, c.stated))}
 			}
 			if fifo {
 				blockedBy = c
@@ -131,8 +133,10 @@ func fits(capability, used, min corev1.ResourceList) bool {
 }
 
 // exceeds returns a description of every capability resource that used+min would exceed ("" when
-// the gang fits). Resources the capability does not name are unlimited, as in Volcano.
-func exceeds(capability, used, min corev1.ResourceList) string {
+// the gang fits). Resources the capability does not name are unlimited, as in Volcano. stated is the
+// gang's spec.minResources: where it has less than min (a Volcano Job whose templates set the
+// resource only in limits), the message says where the rest comes from.
+func exceeds(capability, used, min, stated corev1.ResourceList) string {
 	var parts []string
 	for _, name := range sortedNames(capability) {
 		want, ok := min[name]
@@ -144,8 +148,13 @@ func exceeds(capability, used, min corev1.ResourceList) string {
 		total := have.DeepCopy()
 		total.Add(want)
 		if total.Cmp(limit) > 0 {
-			parts = append(parts, fmt.Sprintf("%s: Inqueue and Running gangs reserve %s, this gang's minResources %s, total %s > capability %s",
-				name, qtyString(have), qtyString(want), qtyString(total), qtyString(limit)))
+			mine := fmt.Sprintf("this gang's minResources %s", qtyString(want))
+			if s := stated[name]; s.Cmp(want) < 0 {
+				mine = fmt.Sprintf("this gang's pods request %s (its minResources has %s: the Volcano Job's pod templates set the rest only in limits, which Kubernetes makes the request)",
+					qtyString(want), qtyString(s))
+			}
+			parts = append(parts, fmt.Sprintf("%s: Inqueue and Running gangs reserve %s, %s, total %s > capability %s",
+				name, qtyString(have), mine, qtyString(total), qtyString(limit)))
 		}
 	}
 	return strings.Join(parts, "; ")

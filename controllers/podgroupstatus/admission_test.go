@@ -20,7 +20,7 @@ func gpu(n int64) corev1.ResourceList {
 
 func cand(name string, prio int32, age int, gpus int64) candidate {
 	return candidate{key: types.NamespacedName{Namespace: "ns", Name: name}, priority: prio,
-		created: time.Unix(1000, 0).Add(time.Duration(age) * time.Second), min: gpu(gpus)}
+		created: time.Unix(1000, 0).Add(time.Duration(age) * time.Second), min: gpu(gpus), stated: gpu(gpus)}
 }
 
 func admitted(out map[types.NamespacedName]verdict) map[string]string {
@@ -82,6 +82,18 @@ func TestCapabilityMessageNamesNumbers(t *testing.T) {
 	v := out[types.NamespacedName{Namespace: "ns", Name: "a"}]
 	assert.False(t, v.admit)
 	assert.Equal(t, `queue "team-a" capability exceeded: nvidia.com/gpu: Inqueue and Running gangs reserve 6, this gang's minResources 4, total 10 > capability 8`, v.message)
+}
+
+// A Volcano Job that sets its GPUs only in limits: its PodGroup's minResources has none, its price
+// (its pods' requests) does, and the refusal says where the number comes from.
+func TestCapabilityMessageNamesLimitOnlyRequests(t *testing.T) {
+	q := &schedulingv1beta1.Queue{Spec: schedulingv1beta1.QueueSpec{Capability: gpu(16)}}
+	c := cand("c", 0, 0, 8)
+	c.stated = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	v := admitQueue("team-a", q, gpu(16), []candidate{c})[c.key]
+	assert.False(t, v.admit)
+	assert.Equal(t, `queue "team-a" capability exceeded: nvidia.com/gpu: Inqueue and Running gangs reserve 16, this gang's pods request 8 `+
+		`(its minResources has 0: the Volcano Job's pod templates set the rest only in limits, which Kubernetes makes the request), total 24 > capability 16`, v.message)
 }
 
 func TestReasonMatchesPlugin(t *testing.T) {

@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 )
 
 // Field indexes on the manager's cache.
@@ -386,9 +388,11 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 			continue // this gang is decided below (a Running gang that lost pods reserves nothing meanwhile)
 		}
 		if reserving(ph) {
-			if other.Spec.MinResources != nil {
-				reserved = addResources(reserved, *other.Spec.MinResources)
+			price, err := r.price(ctx, other)
+			if err != nil {
+				return verdict{}, err
 			}
+			reserved = addResources(reserved, price)
 			continue
 		}
 		if !waiting(ph) {
@@ -409,22 +413,68 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 		if err != nil {
 			return verdict{}, err
 		}
-		var min corev1.ResourceList
-		if other.Spec.MinResources != nil {
-			min = *other.Spec.MinResources
+		price, err := r.price(ctx, other)
+		if err != nil {
+			return verdict{}, err
 		}
-		cands = append(cands, candidate{key: okey, priority: prio, created: other.CreationTimestamp.Time, min: min})
+		cands = append(cands, candidate{key: okey, priority: prio, created: other.CreationTimestamp.Time, min: price, stated: stated(other)})
 	}
-	var min corev1.ResourceList
-	if pg.Spec.MinResources != nil {
-		min = *pg.Spec.MinResources
+	price, err := r.price(ctx, pg)
+	if err != nil {
+		return verdict{}, err
 	}
 	prio, err := r.priority(ctx, pg)
 	if err != nil {
 		return verdict{}, err
 	}
-	cands = append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: min})
+	cands = append(cands, candidate{key: key, priority: prio, created: pg.CreationTimestamp.Time, min: price, stated: stated(pg)})
 	return admitQueueFor(name, qp, reserved, cands, &key)[key], nil
+}
+
+// price is what the PodGroup reserves of its queue (gangcontract.Price): its minResources, raised
+// to the effective requests of its owning Volcano Job's pods (a resource set only in limits counts).
+func (r *Reconciler) price(ctx context.Context, pg *schedulingv1beta1.PodGroup) (corev1.ResourceList, error) {
+	var job *batchv1alpha1.Job
+	if ref := ownerJobRef(pg); ref != nil {
+		var j batchv1alpha1.Job
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, &j)
+		switch {
+		case err == nil && j.UID == ref.UID:
+			job = &j
+		case err == nil || apierrors.IsNotFound(err):
+		default:
+			return nil, fmt.Errorf("reading Volcano Job %s/%s to price PodGroup %s: %w", pg.Namespace, ref.Name, pg.Name, err)
+		}
+	}
+	var lookupErr error
+	price := gangcontract.Price(pg.Spec.MinResources, job, func(class string) int32 {
+		v, err := r.classValue(ctx, class)
+		if err != nil && lookupErr == nil {
+			lookupErr = fmt.Errorf("pricing PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+		}
+		return v
+	})
+	return price, lookupErr
+}
+
+// stated is the PodGroup's spec.minResources (nil when unset).
+func stated(pg *schedulingv1beta1.PodGroup) corev1.ResourceList {
+	if pg.Spec.MinResources == nil {
+		return nil
+	}
+	return *pg.Spec.MinResources
+}
+
+// classValue is a PriorityClass's value, 0 when it does not exist.
+func (r *Reconciler) classValue(ctx context.Context, name string) (int32, error) {
+	var pc schedulingv1.PriorityClass
+	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, &pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("reading PriorityClass %s: %w", name, err)
+	}
+	return pc.Value, nil
 }
 
 // priority is the value of the PodGroup's PriorityClass (0 when unset or unknown, as the plugin does

@@ -17,9 +17,11 @@
 //
 // Enqueue. A served PodGroup leaves Pending for Inqueue when its Queue (spec.queue, "default" when
 // empty) exists, is Open (an empty status.state, a Queue no queue controller has processed yet,
-// counts as Open) and, if the Queue sets spec.capability, the minResources of the Queue's Inqueue
-// and Running PodGroups (of any scheduler) plus this PodGroup's minResources stay within it for every
-// resource the capability names. Waiting PodGroups of one Queue are considered in the scheduler
+// counts as Open) and, if the Queue sets spec.capability, the prices of the Queue's Inqueue and
+// Running PodGroups (of any scheduler) plus this PodGroup's price stay within it for every resource
+// the capability names. A price is gangcontract.Price: minResources, raised for a Volcano Job's
+// PodGroup to the effective requests of the Job's pods (a resource only in limits counts, as the
+// pods will request it; Volcano's job controller leaves it out of minResources). Waiting PodGroups of one Queue are considered in the scheduler
 // plugin's QueueSort order: priority (spec.priorityClassName), then creation time, then name. With
 // the Queue's dequeueStrategy "traverse" (Volcano's default) a PodGroup that does not fit is skipped
 // and younger ones may pass it; with "fifo" everything behind it waits too.

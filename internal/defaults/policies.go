@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,6 +54,9 @@ func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
 	var errs []error
 	for i := range list {
 		pol := list[i].DeepCopy()
+		if PriorityClassWithheld(pol) {
+			pol.Spec.Defaults.PriorityClassName = ""
+		}
 		sel, err := NamespaceSelector(pol)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("WorkloadPolicy %q: %w", pol.Name, err))
@@ -66,6 +70,16 @@ func NewPolicies(list []hbv1.WorkloadPolicy) (*Policies, error) {
 	sort.SliceStable(p.items, func(i, j int) bool { return ranksBefore(p.items[i].policy, p.items[j].policy) })
 	sort.SliceStable(p.invalid, func(i, j int) bool { return ranksBefore(p.invalid[i], p.invalid[j]) })
 	return p, errors.Join(errs...)
+}
+
+// PriorityClassWithheld says whether the policy's priorityClassName default is not applied: the
+// workloadpolicy controller found, for the policy's current generation, that it names no
+// PriorityClass (Ready=False, reason PriorityClassNotFound). A default that every Pod would be
+// refused with is left out; the policy's other defaults still apply.
+func PriorityClassWithheld(p *hbv1.WorkloadPolicy) bool {
+	c := apimeta.FindStatusCondition(p.Status.Conditions, hbv1.PolicyConditionReady)
+	return p.Spec.Defaults.PriorityClassName != "" && c != nil && c.Status == metav1.ConditionFalse &&
+		c.Reason == hbv1.PolicyReasonPriorityClassNotFound && c.ObservedGeneration == p.Generation
 }
 
 // ranksBefore orders policies: highest weight first, equal weights by name.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -92,4 +93,36 @@ func TestNilPolicies(t *testing.T) {
 	}
 	p := pod(nil, nil)
 	checkResult(t, Pod(p, nsA, nil), wantResult{})
+}
+
+// A policy the workloadpolicy controller found naming no PriorityClass (Ready=False,
+// PriorityClassNotFound, for its current generation) fills its other defaults but not that class,
+// which every Pod would be refused with. A condition of an older generation does not count.
+func TestMissingPriorityClassIsNotDefaulted(t *testing.T) {
+	pol := hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Generation: 2},
+		Spec: hbv1.WorkloadPolicySpec{Defaults: hbv1.PolicyDefaults{Queue: "team-a", PriorityClassName: "batch-hgih"}},
+		Status: hbv1.WorkloadPolicyStatus{Conditions: []metav1.Condition{{Type: hbv1.PolicyConditionReady, Status: metav1.ConditionFalse,
+			Reason: hbv1.PolicyReasonPriorityClassNotFound, ObservedGeneration: 2}}}}
+	ns := Namespace{Name: "ml"}
+	for _, tc := range []struct {
+		name      string
+		gen       int64
+		wantClass string
+	}{{"current generation", 2, ""}, {"older generation", 1, "batch-hgih"}} {
+		p := pol.DeepCopy()
+		p.Status.Conditions[0].ObservedGeneration = tc.gen
+		pols, err := NewPolicies([]hbv1.WorkloadPolicy{*p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{}
+		res := Pod(pod, ns, pols)
+		if pod.Spec.PriorityClassName != tc.wantClass || pod.Annotations[QueueNameAnnotation] != "team-a" || res.Policy != "team-a" {
+			t.Errorf("%s: priorityClassName %q (want %q), queue %q, policy %q", tc.name, pod.Spec.PriorityClassName, tc.wantClass,
+				pod.Annotations[QueueNameAnnotation], res.Policy)
+		}
+		if p.Spec.Defaults.PriorityClassName != "batch-hgih" {
+			t.Fatalf("%s: NewPolicies changed its input", tc.name)
+		}
+	}
 }

@@ -95,3 +95,58 @@ func TestVolcanoJobPodGroupFollowsItsJob(t *testing.T) {
 		assert.Equal(t, job.UID, metav1.GetControllerOf(&pg).UID)
 	}
 }
+
+// In a namespace no WorkloadPolicy governs (the namespacelabel controller labels it
+// hyperbatch.dev/pod-webhook=disabled, and the workload webhooks skip it), a Volcano Job's PodGroup
+// still gets the Job's highestTierName, which Volcano's real job controller drops: a rack gang stays
+// a rack gang, and a typo reaches the scheduler, which holds the gang with an Event
+// (test/integration/scheduler, "per tree"), instead of a bare {mode: hard}.
+func TestVolcanoJobPodGroupKeepsTierNameWithoutPolicy(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	var nsObj corev1.Namespace
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj))
+	nsObj.Labels = map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled}
+	require.NoError(t, env.Client.Update(ctx, &nsObj))
+	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(env.Config, kubeconfig))
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	vc, err := framework.StartVolcanoControllers(sctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(vc.LogTail(40))
+		}
+		assert.NoError(t, vc.Stop())
+	})
+
+	for _, tc := range []struct{ name, tier string }{{"rack-job", "rack"}, {"typo-job", "nvl-rak"}} {
+		job := &batchv1alpha1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
+			Spec: batchv1alpha1.JobSpec{
+				Queue: "default", SchedulerName: "hyperbatch-scheduler", MinAvailable: 1,
+				NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierName: tc.tier},
+				Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}},
+			},
+		}
+		require.NoError(t, env.Client.Create(ctx, job))
+		key := client.ObjectKey{Namespace: ns, Name: tc.name + "-" + string(job.UID)}
+		var pg schedulingv1beta1.PodGroup
+		framework.Eventually(t, wait, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, key, &pg)
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		require.NotNil(t, pg.Spec.NetworkTopology)
+		assert.Equal(t, schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: tc.tier}, *pg.Spec.NetworkTopology,
+			"the PodGroup of a Job in an ungoverned namespace lost its Job's highestTierName")
+		assert.Equal(t, "vcjob:"+tc.name+"/networkTopology", pg.Annotations[hbv1.DefaultedByAnnotation])
+	}
+}
