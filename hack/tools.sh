@@ -7,11 +7,15 @@
 #                                       trainer-controller-manager karmada-aggregated-apiserver
 #                                       karmada-webhook karmada-controller-manager karmada-scheduler
 #                                                                    (default: all)
-#                                       kube-apiserver-1.36 kube-controller-manager-1.36 kubectl-1.36
+#                                       kube-apiserver-1.36 kube-controller-manager-1.36
 #                                       (the previous minor's control plane, built into bin/k8s-1.36/ under
 #                                       the upstream names; not part of the default set)
 #                                       kueue-manager (Kueue's manager for the peers benchmark; not part
 #                                       of the default set)
+#                                       kubelet kube-proxy containerd containerd-shim-runc-v2 ctr
+#                                       cni-bridge cni-host-local cni-loopback (the real nodes of
+#                                       hack/localcluster --real-nodes; the CNI plugins go to bin/cni/;
+#                                       not part of the default set)
 #
 # Each tool is pinned by a module under hack/tools/<group>/ (go.mod + go.sum with `tool` directives), so
 # the tools' dependencies never reach the product's go.mod. A binary is rebuilt only when it is missing
@@ -47,6 +51,8 @@ k8s_ldflags() {
 # The control plane make test runs on (group k8s) and the previous minor's (group k8s136), which the
 # smaller suite of `make test` runs on; keep each in step with k8s.io/kubernetes in its group's go.mod.
 declare -A K8S_VERSION=([k8s]=v1.37.2 [k8s136]=v1.36.3)
+# kubelet and kube-proxy (group k8snode) are the control plane's version: build() refuses a go.mod that differs.
+K8S_VERSION[k8snode]=${K8S_VERSION[k8s]}
 
 # tool -> "group package ldflags"
 declare -A GROUP PKG
@@ -72,9 +78,26 @@ GROUP[karmada-scheduler]=karmada;            PKG[karmada-scheduler]=github.com/k
 # Kueue's manager: only the peers benchmark starts it (make bench / make bench-peers build it); it is not in
 # ALL, so make test and CI never pay for its build.
 GROUP[kueue-manager]=kueue;                  PKG[kueue-manager]=sigs.k8s.io/kueue/cmd/kueue
+# The real nodes (hack/localcluster --real-nodes): kubelet and kube-proxy, containerd 2.x with its runc
+# shim and ctr, and the CNI plugins. Not in ALL: make test does not start real nodes.
+GROUP[kubelet]=k8snode;                      PKG[kubelet]=k8s.io/kubernetes/cmd/kubelet
+GROUP[kube-proxy]=k8snode;                   PKG[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+GROUP[containerd]=containerd;                PKG[containerd]=github.com/containerd/containerd/v2/cmd/containerd
+GROUP[containerd-shim-runc-v2]=containerd;   PKG[containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+GROUP[ctr]=containerd;                       PKG[ctr]=github.com/containerd/containerd/v2/cmd/ctr
+GROUP[cni-bridge]=cni;                       PKG[cni-bridge]=github.com/containernetworking/plugins/plugins/main/bridge
+GROUP[cni-host-local]=cni;                   PKG[cni-host-local]=github.com/containernetworking/plugins/plugins/ipam/host-local
+GROUP[cni-loopback]=cni;                     PKG[cni-loopback]=github.com/containernetworking/plugins/plugins/main/loopback
 # OUT: the path under bin/ when it is not the tool's name (the 1.36 binaries keep the upstream names in
 # their own directory, so KUBEBUILDER_ASSETS / HYPERBATCH_BIN can point at it).
-declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager)
+declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-manager-1.36]=k8s-1.36/kube-controller-manager
+  [cni-bridge]=cni/bridge [cni-host-local]=cni/host-local [cni-loopback]=cni/loopback)
+# Static builds (CGO off) where the binary runs outside the host's libc or must not need C headers:
+# containerd without cgo leaves out the btrfs snapshotter (it needs libbtrfs headers); the CNI
+# plugins run in any network namespace. A tool module's tools are built in one invocation, so this is
+# decided per group: every tool of the containerd and cni groups is listed.
+declare -A NOCGO=([containerd]=1 [containerd-shim-runc-v2]=1 [ctr]=1 [cni-bridge]=1 [cni-host-local]=1 [cni-loopback]=1)
+NODE_TOOLS="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback"
 ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}
@@ -100,7 +123,7 @@ est_of() { [ -n "$TIMES" ] && [ -f "$TIMES/$1" ] && echo "last build $(cat "$TIM
 # cache), 1 when it must be built.
 ready() {
   local tool=$1
-  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kueue-manager"
+  [ -n "${PKG[$tool]:-}" ] || die "unknown tool '$tool'. Known tools: $ALL kube-apiserver-1.36 kube-controller-manager-1.36 kueue-manager $NODE_TOOLS"
   local out=$BIN/${OUT[$tool]:-$tool} stampf=$BIN/.$tool.stamp want cached=
   mkdir -p "$(dirname "$out")"
   want=$(stamp_of "$tool")
@@ -120,8 +143,12 @@ ready() {
 }
 
 ldflags_of() { # group -> ldflags
-  local g=$1
-  if [ -n "${K8S_VERSION[$g]:-}" ]; then k8s_ldflags "${K8S_VERSION[$g]}"
+  local g=$1 pinned
+  if [ -n "${K8S_VERSION[$g]:-}" ]; then
+    pinned=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "hack/tools/$g/go.mod")
+    [ "$pinned" = "${K8S_VERSION[$g]}" ] || die "hack/tools/$g/go.mod pins k8s.io/kubernetes $pinned but hack/tools.sh stamps ${K8S_VERSION[$g]} (K8S_VERSION); make them agree"
+    k8s_ldflags "${K8S_VERSION[$g]}"
+  elif [ "$g" = containerd ]; then echo "-s -w -X github.com/containerd/containerd/v2/version.Version=$(awk '$1=="github.com/containerd/containerd/v2"{print $2; exit}' "hack/tools/$g/go.mod")"
   elif [ "$g" = karmada ]; then echo "-s -w -X github.com/karmada-io/karmada/pkg/version.gitVersion=$(awk '$1=="github.com/karmada-io/karmada"{print $2; exit}' "hack/tools/$g/go.mod")"
   else echo "-s -w"; fi
 }
@@ -137,7 +164,10 @@ build_group() {
   log=$tmp/build.log
   local what="$*"
   echo "  [$n/$m] $what: building (pinned in $dir/go.mod)${est:+; $(IFS=,; echo "${est[*]}" | sed 's/,/, /g')} ..."
-  if ! (cd "$dir" && go build -ldflags "$(ldflags_of "$g")" -o "$tmp/" "${pkgs[@]}") >"$log" 2>&1; then
+  local cgo=${CGO_ENABLED:-} ldflags
+  [ -z "${NOCGO[$1]:-}" ] || cgo=0
+  ldflags=$(ldflags_of "$g")
+  if ! (cd "$dir" && CGO_ENABLED=${cgo:-$(go env CGO_ENABLED)} go build -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}") >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     rm -rf "$tmp"
     die "building $what failed (see the compiler output above). Check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and that $dir/go.sum is intact (cd $dir && go mod verify), then run 'make tools' again."

@@ -41,7 +41,7 @@ const (
 func gangJobSetManifest(t *testing.T, ns, name, scheduler, queue, annotation, value string) string {
 	t.Helper()
 	gpus := strconv.Itoa(gangGPUs)
-	tmpl := builders.MakePodTemplate("trainer", "registry.k8s.io/pause:3.10").Scheduler(scheduler).NodeSelector("type", "kwok").
+	tmpl := workloadTemplate("trainer").Scheduler(scheduler).
 		Request(corev1.ResourceCPU, "500m").Request(corev1.ResourceMemory, "1Gi").Request(gangGPU, gpus).Limit(gangGPU, gpus).Obj()
 	m, err := builders.MakeJobSet(ns, name).Annotation(defaults.QueueNameAnnotation, queue).Annotation(annotation, value).
 		ReplicatedJob("workers", gangReplicas, gangPodsPer, tmpl).Manifest()
@@ -166,6 +166,7 @@ func waitGangPodGroup(t *testing.T, ns, name string) *schedulingv1beta1.PodGroup
 // hyperbatch-scheduler places the 4 × 8 JobSet inside one HyperNode of the lowest tier that can
 // hold 32 pods of 2 GPUs, read from the HyperNode tree and the nodes' free GPUs before it is created.
 func TestJobSetGangInOneHyperNode(t *testing.T) {
+	e2efw.SkipUnlessSimulated(t, "32 pods of 2 GPUs each on 8-GPU nodes, 4 per leaf HyperNode")
 	ns := primary.Namespace(t)
 	queue := "gang-" + ns
 	openQueue(t, queue)
@@ -214,6 +215,7 @@ func TestJobSetGangInOneHyperNode(t *testing.T) {
 // (Volcano's group-min-member annotation), Volcano's scheduler marks the PodGroup Unschedulable and
 // binds none of the 32 pods; once the annotation is removed the PodGroup says 32 and all are bound.
 func TestJobSetGangOnVolcanoScheduler(t *testing.T) {
+	e2efw.SkipUnlessSimulated(t, "32 pods of 2 GPUs each on 8-GPU nodes, 4 per leaf HyperNode")
 	vs := startVolcanoScheduler(t)
 	ns := primary.Namespace(t)
 	queue := "gang-" + ns

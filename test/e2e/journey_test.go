@@ -154,6 +154,15 @@ func applyUntilDefaulted(t *testing.T, manifest, policy string, obj client.Objec
 	})
 }
 
+// workloadTemplate is a one-container pod template on the run's workload nodes, running its image
+// (e2efw.Workload: kwok nodes by default, real nodes with HYPERBATCH_E2E_NODES=real).
+func workloadTemplate(container string) *builders.PodTemplateWrapper {
+	n := e2efw.Workload()
+	w := builders.MakePodTemplate(container, n.Image)
+	n.Apply(&w.Spec)
+	return w
+}
+
 func writeManifest(t *testing.T, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "manifest.yaml")
@@ -165,7 +174,7 @@ func writeManifest(t *testing.T, text string) string {
 func volcanoJobManifest(t *testing.T, ns, name string) string {
 	t.Helper()
 	task := func(n string) corev1.PodTemplateSpec {
-		return builders.MakePodTemplate(n, "registry.k8s.io/pause:3.10").NodeSelector("type", "kwok").
+		return workloadTemplate(n).
 			Request(corev1.ResourceCPU, "100m").Request(corev1.ResourceMemory, "64Mi").Obj()
 	}
 	m, err := builders.MakeVolcanoJob(ns, name).MinAvailable(9).Task("master", 1, task("master")).Task("worker", 8, task("worker")).Manifest()
@@ -359,6 +368,7 @@ func TestJourneyJobSet(t *testing.T) {
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{
 		Queue: queue, SchedulerName: "hyperbatch-scheduler", TTLSecondsAfterFinished: ptr.To[int32](5)})
+	nodes := e2efw.Workload()
 	rj := func(name string, pods int) string {
 		return fmt.Sprintf(`  - name: %s
     replicas: 1
@@ -369,12 +379,11 @@ func TestJourneyJobSet(t *testing.T) {
         template:
           spec:
             restartPolicy: Never
-            nodeSelector: {type: kwok}
-            containers:
+%s            containers:
             - name: %s
-              image: registry.k8s.io/pause:3.10
+              image: %s
               resources: {requests: {cpu: 100m, memory: 64Mi}}
-`, name, pods, pods, name)
+`, name, pods, pods, nodes.PodSpecYAML(12), name, nodes.Image)
 	}
 	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet

@@ -178,6 +178,7 @@ func jobPodGroup(t *testing.T, r *podGroupRecorder, job *batchv1alpha1.Job) *sch
 
 // topologyJobManifest is a one-pod hyperbatch-scheduler Volcano Job whose networkTopology names tier.
 func topologyJobManifest(ns, name, tier string) string {
+	nodes := e2efw.Workload()
 	return fmt.Sprintf(`apiVersion: batch.volcano.sh/v1alpha1
 kind: Job
 metadata:
@@ -193,12 +194,11 @@ spec:
     template:
       spec:
         restartPolicy: Never
-        nodeSelector: {type: kwok}
-        containers:
+%s        containers:
         - name: w
-          image: registry.k8s.io/pause:3.10
+          image: %s
           resources: {requests: {cpu: 100m, memory: 64Mi}}
-`, name, ns, tier)
+`, name, ns, tier, nodes.PodSpecYAML(8), nodes.Image)
 }
 
 // A Volcano Job's highestTierName reaches its PodGroup through Volcano's real job controller (which

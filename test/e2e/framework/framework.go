@@ -37,6 +37,9 @@ const Primary = localproc.LegacyClusterName
 // `make run`'s. HYPERBATCH_E2E_PORT_BASE moves it, so two checkouts on one machine can run the suite at once.
 const LocalPortBase = 17443
 
+// KubeconfigEnv names the variable that points the suite at a running cluster (see Setup).
+const KubeconfigEnv = "HYPERBATCH_E2E_KUBECONFIG"
+
 // PortBaseEnv names the variable that moves the local cluster's ports (see LocalPortBase).
 const PortBaseEnv = "HYPERBATCH_E2E_PORT_BASE"
 
@@ -89,9 +92,16 @@ func BinDir() string {
 // (hack/localcluster in _output/e2e on ports from LocalPortBase) and connects to the clusters of its
 // state file. Stop stops what Setup started.
 func Setup(kubeconfig string) (*Suite, error) {
+	nodes, err := ParseNodes(os.Getenv(NodesEnv))
+	if err != nil {
+		return nil, err
+	}
 	s := &Suite{Kubeconfig: kubeconfig, stop: func() {}}
 	names := map[string]string{} // cluster name -> context
 	if kubeconfig == "" {
+		if !nodes.Simulated() {
+			return nil, fmt.Errorf("%s=%s: the suite's own local cluster has kwok nodes only; set %s to a cluster with real nodes", NodesEnv, nodes.Kind, KubeconfigEnv)
+		}
 		dir := filepath.Join(RepoRoot(), "_output", "e2e")
 		stop, err := startLocalCluster(dir)
 		if err != nil {
@@ -139,6 +149,12 @@ func Setup(kubeconfig string) (*Suite, error) {
 	if s.clusters[Primary] == nil {
 		s.Stop()
 		return nil, fmt.Errorf("no cluster %q among %v", Primary, s.Names())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := checkNodes(ctx, s.clusters[Primary].Client, nodes); err != nil {
+		s.Stop()
+		return nil, err
 	}
 	return s, nil
 }
