@@ -81,6 +81,8 @@ type Choice struct {
 	Rooms []int32
 	// Evaluated counts the candidates that got a detailed check.
 	Evaluated int
+	// Groups is where each sub-group goes, for a gang with sub-groups (ChooseGroups); nil otherwise.
+	Groups []GroupPlacement
 }
 
 // Unsatisfiable explains why no domain fits.

@@ -4,6 +4,7 @@
 package gang
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -83,6 +84,12 @@ type Spec struct {
 	MinResources corev1.ResourceList
 	// Topology is nil when the gang has no network topology constraint.
 	Topology *Topology
+	// SubGroups is spec.subGroupPolicy, parsed (subgroups.go); SubGroupErr says why it cannot be
+	// honoured (the gang then waits with that message).
+	SubGroups   []SubGroupPolicy
+	SubGroupErr error
+	// TaskMins is minTaskMember as Volcano applies it (TaskMins); nil for none.
+	TaskMins map[string]int32
 }
 
 // SpecOf builds the gang's Spec from its PodGroup. When the PodGroup has no networkTopology, the
@@ -99,6 +106,8 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 	if pg.Spec.MinResources != nil {
 		s.MinResources = nodeResources(*pg.Spec.MinResources)
 	}
+	s.SubGroups, s.SubGroupErr = parseSubGroups(pg)
+	s.TaskMins = TaskMins(pg)
 	if nt := pg.Spec.NetworkTopology; nt != nil {
 		t := &Topology{Mode: Mode(nt.Mode), HighestTierName: nt.HighestTierName}
 		if nt.HighestTierAllowed != nil {
@@ -122,7 +131,7 @@ func SpecOf(pg *schedulingv1beta1.PodGroup, pod *corev1.Pod) Spec {
 }
 
 // PlacementKey is a hash of the PodGroup fields a gang's placement depends on: minMember,
-// minResources, networkTopology and queue. A cached placement is valid while it is unchanged.
+// minResources, networkTopology, subGroupPolicy, minTaskMember and queue. A cached placement is valid while it is unchanged.
 // metadata.generation would not do: Volcano's PodGroup CRD has no status subresource, so every
 // status write (phase, counts, conditions) bumps the generation without changing the placement.
 func PlacementKey(pg *schedulingv1beta1.PodGroup) uint64 {
@@ -144,6 +153,14 @@ func PlacementKey(pg *schedulingv1beta1.PodGroup) uint64 {
 		if nt.HighestTierAllowed != nil {
 			_, _ = fmt.Fprintf(h, "tier=%d;", *nt.HighestTierAllowed)
 		}
+	}
+	if len(pg.Spec.SubGroupPolicy) > 0 {
+		b, _ := json.Marshal(pg.Spec.SubGroupPolicy) // plain API structs: cannot fail
+		_, _ = fmt.Fprintf(h, "sub:%s;", b)
+	}
+	if len(pg.Spec.MinTaskMember) > 0 {
+		b, _ := json.Marshal(pg.Spec.MinTaskMember) // map keys are sorted by encoding/json
+		_, _ = fmt.Fprintf(h, "task:%s;", b)
 	}
 	return h.Sum64()
 }

@@ -28,6 +28,9 @@ func (p *Plugin) Filter(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	if st == nil || st.plan == nil || st.plan.nodes == nil {
 		return nil
 	}
+	if node := ni.Node(); node != nil && st.pins != nil && !st.pins.Has(node.Name) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the room %s chosen for the pod's sub-group of gang %s", st.plan.describe, st.key))
+	}
 	if node := ni.Node(); node != nil && !st.plan.nodes.Has(node.Name) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside %s chosen for gang %s", st.plan.describe, st.key))
 	}

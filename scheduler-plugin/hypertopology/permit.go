@@ -67,7 +67,11 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 	defer unlock()
 	members := p.members(key)
 	placed := p.permitPlaced(key, pod, members)
+	notReady := ""
 	if int32(len(placed)) >= st.spec.MinMember {
+		notReady = subGroupsReady(st.spec, members, placed)
+	}
+	if int32(len(placed)) >= st.spec.MinMember && notReady == "" {
 		var allowed []types.UID
 		p.handle.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 			wpod := wp.GetPod()
@@ -105,6 +109,9 @@ func (p *Plugin) Permit(ctx context.Context, cs fwk.CycleState, pod *corev1.Pod,
 			}
 			pta.Unlock()
 		}
+	}
+	if notReady != "" {
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("gang %s waits: %s", key, notReady)), p.permitTimeout
 	}
 	return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting for %d more pod(s) of gang %s", int(st.spec.MinMember)-len(placed), key)), p.permitTimeout
 }

@@ -33,7 +33,7 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s waits: the HyperNode tree is not usable: %s", spec.Key, why))
 			return
 		}
-		if spec.Topology != nil && t.Len() == 0 {
+		if (spec.Topology != nil || len(spec.SubGroups) > 0) && t.Len() == 0 {
 			// No HyperNode is known (none exist yet, or the informer has not delivered them): the
 			// cluster root would be the only domain and a hard limit could not be honoured, so a
 			// topology-constrained gang waits; a HyperNode's arrival requeues it.
@@ -64,6 +64,17 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 		}
 		if len(choice.Spilled) > 0 {
 			out.describe += fmt.Sprintf(", packed into %s", describeLeaves(choice.Spilled))
+		}
+		if choice.Groups != nil {
+			out.groups = choice.Groups
+			if d := describeGroups(choice.Groups); d != "" {
+				out.describe += ", " + d
+			}
+			for _, g := range choice.Groups {
+				if g.Fallback != "" {
+					p.events.gang(spec, pod, corev1.EventTypeWarning, ReasonSubGroupFallback, fmt.Sprintf("gang %s: %s", spec.Key, g.Fallback))
+				}
+			}
 		}
 		p.setPlan(spec.Key, out)
 		klog.FromContext(ctx).V(2).Info("Chose gang domain", "gang", spec.Key, "domain", out.describe, "need", choice.Need, "room", choice.Room, "limit", limit.Describe)
@@ -106,6 +117,10 @@ func (p *Plugin) choose(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, membe
 		req.Placed = append(req.Placed, n)
 	}
 	sort.Strings(req.Placed)
+	if len(spec.SubGroups) > 0 || spec.SubGroupErr != nil {
+		c, err := p.chooseGroups(t, pod, spec, members, placed, nodes, req)
+		return c, limit, err
+	}
 	req.Demand = p.demand(pod, spec, members, placed)
 	if req.Demand.Eligible == nil {
 		// Every pod to place has the current pod's node constraints.

@@ -43,6 +43,7 @@ import (
 	schedlisters "volcano.sh/apis/pkg/client/listers/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/args"
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/domain"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -107,6 +108,8 @@ type plan struct {
 	rooms    []int32          // per HyperNode index, for treeGen
 	need     int
 	describe string
+	// groups is where each sub-group goes (pods per node), for a gang with sub-groups; nil otherwise.
+	groups []domain.GroupPlacement
 }
 
 // New is the plugin factory registered with kube-scheduler.

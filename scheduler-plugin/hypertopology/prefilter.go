@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -20,6 +21,9 @@ type state struct {
 	key  gang.Key
 	spec *gang.Spec // nil when the PodGroup does not exist
 	plan *plan      // nil when the gang is not pinned (no topology constraint, or no plan yet)
+	// pins narrows the plan's nodes for a pod of a gang with sub-groups: where its sub-group's
+	// quota is left (nil otherwise).
+	pins sets.Set[string]
 	// capacity is true when the pod failed (or may fail) for lack of room rather than because the
 	// gang is incomplete: only then does PostFilter release reservations.
 	capacity bool
@@ -72,7 +76,7 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	}
 	st.capacity = true
 	p.notePartlyBound(ctx, &spec, pod, members)
-	if spec.Topology == nil {
+	if spec.Topology == nil && len(spec.SubGroups) == 0 && spec.SubGroupErr == nil {
 		return nil, nil
 	}
 	pl, status := p.planFor(ctx, pod, &spec, members, nodes)
@@ -85,6 +89,19 @@ func (p *Plugin) PreFilter(ctx context.Context, cs fwk.CycleState, pod *corev1.P
 	st.plan = pl
 	if _, ok := pg.Annotations[gangcontract.PlacementAnnotation]; ok {
 		p.placements.clear(key) // placed now: why it waited no longer holds
+	}
+	if pl.groups != nil {
+		pins, why := groupPins(pl, &spec, pod, members, p.res.Placed(key, members))
+		if pins == nil {
+			if len(p.res.Assumed(key)) == 0 {
+				// Nothing of the gang is in flight: the next attempt chooses again, around the pods
+				// placed since, so a sub-group left out of the plan gets its room once there is some.
+				p.dropPlan(key)
+			}
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+		}
+		st.pins = pins
+		return &fwk.PreFilterResult{NodeNames: pins}, nil
 	}
 	if pl.nodes == nil { // the whole cluster
 		return nil, nil

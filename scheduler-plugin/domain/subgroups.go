@@ -1,0 +1,577 @@
+package domain
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
+)
+
+// Group is one sub-group of a gang to place (PodGroup.spec.subGroupPolicy), or the gang's pods in
+// no sub-group.
+type Group struct {
+	Name string
+	// Pods is how many of its pods still have to be placed (its subGroupSize less its placed pods).
+	Pods int
+	// Topology is false for the gang's pods in no sub-group: they may go anywhere in the gang's
+	// domain. Otherwise the group is placed inside one HyperNode Limit allows (a soft Limit allows
+	// every HyperNode inside the gang's domain; Want is then the tier it prefers).
+	Topology bool
+	Limit    gang.Limit
+	// Want is a soft group's limit as if it were hard; a placement it does not allow is a fallback,
+	// recorded in GroupPlacement.Fallback. Unused for hard groups.
+	Want gang.Limit
+	// Required: the gang does not start without this group (minSubGroups, minMember). Groups that
+	// are not required are placed when they fit, after the required ones.
+	Required bool
+	// Placed lists the nodes holding the group's placed pods: its domain must contain them.
+	Placed []string
+}
+
+// GroupRequest is a domain choice for a gang with sub-groups.
+type GroupRequest struct {
+	// Request is the gang's own part: its Limit and Topology, Placed (all its placed pods), Eligible,
+	// Freed and MaxCandidatesPerTier. Demand.Pods holds one entry, the size every pod is counted in
+	// (the element-wise maximum of the gang's pods); Demand.Eligible and Demand.Min are not used.
+	Request
+	Groups []Group
+	// SearchBudget bounds the exact search per gang domain (search nodes); <= 0 means 50,000.
+	SearchBudget int
+}
+
+// GroupPlacement is where one group goes.
+type GroupPlacement struct {
+	Name string
+	// Placed is false for a group that is not required and did not fit; the rest is then empty.
+	Placed    bool
+	HyperNode string
+	Tier      int
+	Root      bool
+	// Quota is how many of the group's pods each node takes (in slots of the gang's pod size).
+	Quota map[string]int
+	// Fallback says why a soft group sits above the tier it asked for ("" when it does not).
+	Fallback string
+}
+
+// GroupCost is what the choice minimises for the required groups, in this order: the gang
+// domain's tier, the sum of the groups' domain tiers (each group as tight as it can be), and the
+// number of distinct lowest-tier HyperNodes the groups use.
+type GroupCost struct {
+	GangTier, TierSum, Leaves int
+}
+
+// Less orders costs lexicographically.
+func (a GroupCost) Less(b GroupCost) bool {
+	if a.GangTier != b.GangTier {
+		return a.GangTier < b.GangTier
+	}
+	if a.TierSum != b.TierSum {
+		return a.TierSum < b.TierSum
+	}
+	return a.Leaves < b.Leaves
+}
+
+// GroupChoice is the chosen gang domain and the domains of its groups.
+type GroupChoice struct {
+	*Choice
+	Groups []GroupPlacement
+	Cost   GroupCost
+	// Exact is false when the search hit its budget and kept the best placement found so far.
+	Exact bool
+}
+
+// ChooseGroups picks the gang's domain and, inside it, one HyperNode per group, together: the
+// lowest tier at which some allowed gang domain holds every required group whole (each inside one
+// HyperNode its own limit allows), then, within that tier, the gang domain and group domains with
+// the least GroupCost (ties: the least room left in the gang domain, then names). Rooms are counted
+// in pods of Demand.Pods[0] per node; a set of group domains is feasible when every HyperNode has
+// room for the pods of the groups placed inside it (Hall's condition, exact on a tree). The search is
+// an exact branch and bound over the groups, biggest first, with interchangeable sibling domains
+// tried once, bounded by SearchBudget. The error is an *Unsatisfiable.
+func ChooseGroups(t topology.Tree, nodes []fwk.NodeInfo, req GroupRequest) (*GroupChoice, error) {
+	if len(req.Demand.Pods) != 1 {
+		return nil, &Unsatisfiable{Msg: "no pod size to count rooms in"}
+	}
+	var need int64
+	for _, g := range req.Groups {
+		if g.Required {
+			need += int64(g.Pods)
+		}
+	}
+	base := req.Request
+	base.Demand.Eligible, base.Demand.Min = nil, nil
+	c := newChooser(t, base, len(nodes))
+	c.need = max(need, 1)
+	c.measure(nodes)
+	if err := c.podTooBig(); err != nil {
+		return nil, err
+	}
+	s := &groupSearch{c: c, t: t, req: req, budget: req.SearchBudget}
+	if s.budget <= 0 {
+		s.budget = 50000
+	}
+	s.lowest = t.Root().Tier
+	if tiers := t.Tiers(); len(tiers) > 0 {
+		s.lowest = tiers[0]
+	}
+	var gangs [][]*topology.HyperNode
+	anchor, err := c.anchor()
+	if !req.Topology {
+		gangs = [][]*topology.HyperNode{{t.Root()}}
+	} else {
+		if err != nil {
+			return nil, err
+		}
+		for _, tier := range t.Tiers() {
+			if numericLimit(req.Limit) && tier > req.Limit.Tier {
+				break
+			}
+			cands := c.tierCandidates(tier, anchor)
+			if req.Limit.Hard {
+				cands = allowedOnly(req.Limit, cands)
+			}
+			gangs = append(gangs, cands)
+		}
+		if Allows(req.Limit, t.Root()) {
+			gangs = append(gangs, []*topology.HyperNode{t.Root()})
+		}
+	}
+	var notes []string
+	for _, cands := range gangs {
+		var fit []*topology.HyperNode
+		for _, g := range cands {
+			if c.rooms[g.Index] >= need {
+				fit = append(fit, g)
+			}
+		}
+		if len(cands) > 0 && len(fit) == 0 {
+			best := cands[0]
+			for _, g := range cands {
+				if c.rooms[g.Index] > c.rooms[best.Index] {
+					best = g
+				}
+			}
+			notes = append(notes, fmt.Sprintf("no tier-%d domain has room for the %s of the required sub-groups (the best: %s)", cands[0].Tier, podCount(need), c.roomNote(display(best), best.Index)))
+			continue
+		}
+		sort.Slice(fit, func(i, j int) bool {
+			ri, rj := c.rooms[fit[i].Index], c.rooms[fit[j].Index]
+			if ri != rj {
+				return ri < rj
+			}
+			return fit[i].Name < fit[j].Name
+		})
+		var best *GroupChoice
+		var bestG *topology.HyperNode
+		var why string
+		for i, g := range fit {
+			if i >= c.maxCand {
+				break
+			}
+			gc, no := s.within(g)
+			if gc == nil {
+				if why == "" {
+					why = no
+				}
+				continue
+			}
+			if best == nil || gc.Cost.Less(best.Cost) {
+				best, bestG = gc, g
+			}
+		}
+		if best != nil {
+			best.Choice = s.choiceFor(bestG, best.Groups)
+			best.Choice.Groups = best.Groups
+			return best, nil
+		}
+		if len(fit) > 0 {
+			notes = append(notes, fmt.Sprintf("no tier-%d domain holds every required sub-group whole (%d checked; %s)", fit[0].Tier, min(len(fit), c.maxCand), why))
+		}
+	}
+	if len(notes) == 0 {
+		notes = append(notes, "no domain the gang's networkTopology allows")
+	}
+	if req.Topology && !Allows(req.Limit, t.Root()) {
+		notes = append(notes, fmt.Sprintf("nothing above allowed (%s)", req.Limit.Describe))
+	}
+	total := make(vector, len(c.p.names))
+	for i, v := range c.p.pods[0] {
+		total[i] = v * need
+	}
+	what := fmt.Sprintf("%d more pods needing %s", need, c.p.amounts(total))
+	if need == 1 {
+		what = "1 more pod needing " + c.p.amounts(total)
+	}
+	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s in %d required sub-group(s): %s", what, requiredCount(req.Groups), strings.Join(notes, "; "))}
+}
+
+func requiredCount(gs []Group) int {
+	n := 0
+	for _, g := range gs {
+		if g.Required && g.Topology {
+			n++
+		}
+	}
+	return n
+}
+
+// groupSearch is one ChooseGroups call's state.
+type groupSearch struct {
+	c      *chooser
+	t      topology.Tree
+	req    GroupRequest
+	budget int
+	lowest int
+}
+
+// order is a group and the HyperNodes it may use inside one gang domain.
+type order struct {
+	g     int
+	need  int64
+	cands []*topology.HyperNode
+	minT  int
+}
+
+// within finds the best placement of the groups inside gang domain G; nil and a reason when the
+// required ones do not fit.
+func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
+	c := s.c
+	sub := subtree(s.t, G)
+	var req, opt []order
+	for i, g := range s.req.Groups {
+		if g.Pods <= 0 {
+			continue
+		}
+		o := order{g: i, need: int64(g.Pods)}
+		var anchor *topology.HyperNode
+		if len(g.Placed) > 0 {
+			anchor = s.t.LCA(g.Placed)
+			if !G.Contains(anchor) {
+				if g.Required {
+					return nil, fmt.Sprintf("sub-group %s's placed pods are outside %s", g.Name, display(G))
+				}
+				continue
+			}
+		}
+		if !g.Topology {
+			o.cands = []*topology.HyperNode{G}
+		} else {
+			for _, h := range sub {
+				if c.rooms[h.Index] < o.need || (g.Limit.Hard && !Allows(g.Limit, h)) || (anchor != nil && !h.Contains(anchor)) {
+					continue
+				}
+				o.cands = append(o.cands, h)
+			}
+		}
+		if len(o.cands) == 0 {
+			if g.Required {
+				return nil, fmt.Sprintf("sub-group %s (%d pods, %s) fits no HyperNode inside %s", g.Name, g.Pods, g.Limit.Describe, display(G))
+			}
+			continue
+		}
+		o.minT = o.cands[0].Tier
+		for _, h := range o.cands {
+			o.minT = min(o.minT, h.Tier)
+		}
+		if g.Required {
+			req = append(req, o)
+		} else {
+			opt = append(opt, o)
+		}
+	}
+	sort.SliceStable(req, func(i, j int) bool { return req[i].need > req[j].need })
+	b := &bb{s: s, G: G, orders: req, load: map[*topology.HyperNode]int64{}, leafUse: map[*topology.HyperNode]int{},
+		pick: make([]*topology.HyperNode, len(req)), budget: s.budget}
+	b.rest = make([]int, len(req)+1)
+	for i := len(req) - 1; i >= 0; i-- {
+		b.rest[i] = b.rest[i+1] + req[i].minT
+	}
+	b.dfs(0, 0)
+	if b.best == nil {
+		return nil, s.shortfall(G, req)
+	}
+	// Replay the best placement, then add the optional groups where they fit.
+	b.load, b.leafUse = map[*topology.HyperNode]int64{}, map[*topology.HyperNode]int{}
+	dom := make([]*topology.HyperNode, len(s.req.Groups))
+	for k, o := range req {
+		dom[o.g] = b.best[k]
+		b.add(b.best[k], o.need, 1)
+	}
+	sort.SliceStable(opt, func(i, j int) bool { return opt[i].g < opt[j].g })
+	for _, o := range opt {
+		for _, h := range b.sorted(o.cands) {
+			if b.fits(h, o.need) {
+				dom[o.g] = h
+				b.add(h, o.need, 1)
+				break
+			}
+		}
+	}
+	gc := &GroupChoice{Cost: GroupCost{GangTier: G.Tier, TierSum: b.bestCost.TierSum, Leaves: b.bestCost.Leaves}, Exact: b.budget > 0}
+	gc.Groups = s.quotas(dom)
+	return gc, ""
+}
+
+// subtree lists G and every HyperNode below it.
+func subtree(t topology.Tree, G *topology.HyperNode) []*topology.HyperNode {
+	if G.IsRoot() {
+		return append(append([]*topology.HyperNode(nil), t.List()...), G)
+	}
+	out := []*topology.HyperNode{G}
+	for i := 0; i < len(out); i++ {
+		out = append(out, out[i].Children...)
+	}
+	return out
+}
+
+// bb is the branch and bound over the required groups.
+type bb struct {
+	s       *groupSearch
+	G       *topology.HyperNode
+	orders  []order
+	rest    []int // rest[k]: the least tier sum of groups k.. (their lowest candidate tiers)
+	load    map[*topology.HyperNode]int64
+	leafUse map[*topology.HyperNode]int
+	leaves  int
+	pick    []*topology.HyperNode
+
+	best     []*topology.HyperNode
+	bestCost GroupCost
+	budget   int
+}
+
+// fits reports whether need more pods in h keep every HyperNode from h up to G within its room.
+func (b *bb) fits(h *topology.HyperNode, need int64) bool {
+	for a := h; a != nil; a = a.Parent {
+		if b.load[a]+need > b.s.c.rooms[a.Index] {
+			return false
+		}
+		if a == b.G {
+			return true
+		}
+	}
+	return true
+}
+
+// add books (sign 1) or unbooks (-1) need pods in h.
+func (b *bb) add(h *topology.HyperNode, need int64, sign int) {
+	for a := h; a != nil; a = a.Parent {
+		b.load[a] += int64(sign) * need
+		if a == b.G {
+			break
+		}
+	}
+	if h.Tier == b.s.lowest && !h.IsRoot() {
+		b.leafUse[h] += sign
+		if sign > 0 && b.leafUse[h] == 1 {
+			b.leaves++
+		} else if sign < 0 && b.leafUse[h] == 0 {
+			b.leaves--
+		}
+	}
+}
+
+// sorted orders candidates: lowest tier first, then lowest-tier HyperNodes already in use (they add
+// no domain), then the least room left (best fit), then name; of unused sibling leaves (no
+// children) with the same room only the first is kept: they are interchangeable. HyperNodes with
+// children are all kept, since the same room may be split differently below them.
+func (b *bb) sorted(cands []*topology.HyperNode) []*topology.HyperNode {
+	type key struct {
+		parent *topology.HyperNode
+		room   int64
+	}
+	seen := map[key]bool{}
+	out := make([]*topology.HyperNode, 0, len(cands))
+	for _, h := range cands {
+		if b.load[h] == 0 && len(h.Children) == 0 {
+			k := key{h.Parent, b.s.c.rooms[h.Index]}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		out = append(out, h)
+	}
+	rooms := b.s.c.rooms
+	sort.SliceStable(out, func(i, j int) bool {
+		hi, hj := out[i], out[j]
+		if hi.Tier != hj.Tier {
+			return hi.Tier < hj.Tier
+		}
+		ui, uj := b.load[hi] > 0, b.load[hj] > 0
+		if ui != uj {
+			return ui
+		}
+		li, lj := rooms[hi.Index]-b.load[hi], rooms[hj.Index]-b.load[hj]
+		if li != lj {
+			return li < lj
+		}
+		return hi.Name < hj.Name
+	})
+	return out
+}
+
+func (b *bb) dfs(k, tierSum int) {
+	if b.budget <= 0 {
+		return
+	}
+	b.budget--
+	if b.best != nil {
+		lb := GroupCost{GangTier: b.G.Tier, TierSum: tierSum + b.rest[k], Leaves: b.leaves}
+		if !lb.Less(b.bestCost) {
+			return
+		}
+	}
+	if k == len(b.orders) {
+		b.best = append([]*topology.HyperNode(nil), b.pick...)
+		b.bestCost = GroupCost{GangTier: b.G.Tier, TierSum: tierSum, Leaves: b.leaves}
+		return
+	}
+	o := b.orders[k]
+	for _, h := range b.sorted(o.cands) {
+		if !b.fits(h, o.need) {
+			continue
+		}
+		b.pick[k] = h
+		b.add(h, o.need, 1)
+		b.dfs(k+1, tierSum+h.Tier)
+		b.add(h, o.need, -1)
+		if b.budget <= 0 {
+			return
+		}
+	}
+}
+
+// quotas turns the groups' domains into pods per node: groups in lower-tier domains first (every
+// group inside a domain is then served before one in the domain itself, so Hall's condition makes
+// this succeed), each filling the nodes of the roomiest lowest-tier HyperNodes first.
+func (s *groupSearch) quotas(dom []*topology.HyperNode) []GroupPlacement {
+	c := s.c
+	out := make([]GroupPlacement, len(s.req.Groups))
+	idx := make([]int, 0, len(dom))
+	for i, h := range dom {
+		out[i].Name = s.req.Groups[i].Name
+		if h != nil {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return dom[idx[a]].Tier < dom[idx[b]].Tier })
+	used := map[string]int64{}
+	for _, i := range idx {
+		h, g := dom[i], s.req.Groups[i]
+		gp := &out[i]
+		gp.Placed, gp.HyperNode, gp.Tier, gp.Root = true, h.Name, h.Tier, h.IsRoot()
+		gp.Quota = map[string]int{}
+		var names []string
+		if h.IsRoot() {
+			c.eachNode(func(n string) { names = append(names, n) })
+		} else {
+			names = h.NodeNames()
+		}
+		left := func(n string) int64 { return c.slotsOf(n) - used[n] }
+		// The group's lowest-tier HyperNodes by room left, so a group above the lowest tier still
+		// spans as few of them as it can.
+		leafLeft := map[*topology.HyperNode]int64{}
+		leafOf := func(n string) *topology.HyperNode {
+			var l *topology.HyperNode
+			for _, a := range s.t.Containers(n) {
+				if l == nil || a.Tier < l.Tier {
+					l = a
+				}
+			}
+			return l
+		}
+		for _, n := range names {
+			leafLeft[leafOf(n)] += max(left(n), 0)
+		}
+		sort.SliceStable(names, func(a, b int) bool {
+			la, lb := leafOf(names[a]), leafOf(names[b])
+			if la != lb && leafLeft[la] != leafLeft[lb] {
+				return leafLeft[la] > leafLeft[lb]
+			}
+			return names[a] < names[b]
+		})
+		need := int64(g.Pods)
+		for _, n := range names {
+			if need == 0 {
+				break
+			}
+			if l := min(left(n), need); l > 0 {
+				gp.Quota[n] = int(l)
+				used[n] += l
+				need -= l
+			}
+		}
+		if g.Topology && !g.Limit.Hard && !Allows(g.Want, h) {
+			gp.Fallback = fmt.Sprintf("sub-group %s (soft, wants %s) placed in %s (tier %d): no HyperNode it asked for had room for its %s beside the other sub-groups",
+				g.Name, g.Want.Describe, display(h), h.Tier, podCount(int64(g.Pods)))
+		}
+	}
+	return out
+}
+
+// choiceFor is the gang-level Choice: domain G, its nodes narrowed to those the groups use.
+func (s *groupSearch) choiceFor(G *topology.HyperNode, gs []GroupPlacement) *Choice {
+	c := s.c
+	ch := &Choice{HyperNode: G.Name, Tier: G.Tier, Root: G.IsRoot(), Need: int(c.need), Room: int(c.rooms[G.Index]), Evaluated: c.evaluated,
+		Nodes: sets.New[string]()}
+	for _, g := range gs {
+		for n := range g.Quota {
+			ch.Nodes.Insert(n)
+		}
+	}
+	ch.Rooms = make([]int32, len(c.rooms))
+	for i, r := range c.rooms {
+		ch.Rooms[i] = int32(min(r, math.MaxInt32))
+	}
+	return ch
+}
+
+// shortfall explains why the required groups do not fit inside G, in numbers for the usual case
+// (groups of one size and limit): how many of them the HyperNodes their limit allows hold, one at a
+// time, e.g. "HyperNode spine-0 holds 3 of the 4 required sub-groups of 8 pods (highestTierAllowed=1:
+// rack-0 has room for 15, rack-1 for 23)".
+func (s *groupSearch) shortfall(G *topology.HyperNode, req []order) string {
+	generic := fmt.Sprintf("the required sub-groups do not fit whole inside %s", display(G))
+	if len(req) == 0 {
+		return generic
+	}
+	first := s.req.Groups[req[0].g]
+	for _, o := range req {
+		g := s.req.Groups[o.g]
+		if !g.Topology || !g.Limit.Hard || o.need != req[0].need || g.Limit.Describe != first.Limit.Describe {
+			return generic
+		}
+	}
+	// The highest HyperNodes inside G the limit allows: each holds room/size groups.
+	var tops []*topology.HyperNode
+	for _, h := range subtree(s.t, G) {
+		if !Allows(first.Limit, h) {
+			continue
+		}
+		if p := h.Parent; p != nil && G.Contains(p) && Allows(first.Limit, p) {
+			continue
+		}
+		tops = append(tops, h)
+	}
+	sort.Slice(tops, func(i, j int) bool { return tops[i].Name < tops[j].Name })
+	var held int64
+	var parts []string
+	for i, h := range tops {
+		r := s.c.rooms[h.Index]
+		held += r / req[0].need
+		if i < 6 {
+			parts = append(parts, fmt.Sprintf("%s has room for %d", h.Name, r))
+		}
+	}
+	if len(tops) > 6 {
+		parts = append(parts, fmt.Sprintf("... (%d HyperNodes)", len(tops)))
+	}
+	return fmt.Sprintf("%s holds %d of the %d required sub-groups of %s (%s: %s)", display(G), held, len(req), podCount(req[0].need), first.Limit.Describe, strings.Join(parts, ", "))
+}
