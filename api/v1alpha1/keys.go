@@ -60,7 +60,9 @@ const (
 	FinishedChildPodsAnnotation = "hyperbatch.dev/finished-child-pods"
 	// AutoSplitAnnotation on a HyperJob in splitPolicy mode auto holds the decided split (JSON:
 	// accelerator type and, per child, its member cluster, the HyperNode it was counted in and its
-	// pods × accelerators), written once by the HyperJob controller before any child exists and
-	// never changed (docs/multicluster.md, "How `auto` decides").
+	// pods × accelerators, and the members left out with why), written once by the HyperJob
+	// controller before any child exists; taken back and decided again only once, when Karmada
+	// refuses a member of it for a reason that does not pass by itself (docs/multicluster.md, "When
+	// a decision changes").
 	AutoSplitAnnotation = "hyperbatch.dev/auto-split"
 )

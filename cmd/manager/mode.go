@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -172,9 +174,8 @@ func checkControlPlane(ctx context.Context, cfg *rest.Config, namespace string) 
 	if err != nil {
 		return fmt.Errorf("--mode=%s: client: %w", modeControlPlane, err)
 	}
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("--mode=%s: creating namespace %s on the Karmada apiserver (webhook certificate Secret, leader-election Lease): %w", modeControlPlane, namespace, err)
+	if err := ensurePlaneNamespace(ctx, cs, namespace); err != nil {
+		return fmt.Errorf("--mode=%s: %w", modeControlPlane, err)
 	}
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -186,6 +187,35 @@ func checkControlPlane(ctx context.Context, cfg *rest.Config, namespace string) 
 	}
 	if other != "" {
 		ctrl.Log.Info("Volcano Jobs already have a retention on this Karmada plane; hyperbatch's is not installed", "resourceInterpreterCustomization", other, "hyperbatch", karmadainterpreter.Name)
+	}
+	return nil
+}
+
+// ensurePlaneNamespace creates hyperbatch's own namespace on the Karmada apiserver, labelled so that
+// Karmada does not propagate it: Karmada copies every namespace created on its apiserver into every
+// member (its namespace sync controller), and a member's own hyperbatch-system (its manager's,
+// created by its installation) then refuses the copy in every member. The namespace holds only
+// the control plane's certificate Secret and Lease, which no member needs. A namespace that exists
+// without the label gets it.
+func ensurePlaneNamespace(ctx context.Context, cs kubernetes.Interface, namespace string) error {
+	labels := map[string]string{policyv1alpha1.NamespaceSkipAutoPropagationLabel: "true"}
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels}}, metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on the Karmada apiserver (webhook certificate Secret, leader-election Lease): %w", namespace, err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading namespace %s on the Karmada apiserver: %w", namespace, err)
+	}
+	if ns.Labels[policyv1alpha1.NamespaceSkipAutoPropagationLabel] == "true" {
+		return nil
+	}
+	patch := []byte(`{"metadata":{"labels":{"` + policyv1alpha1.NamespaceSkipAutoPropagationLabel + `":"true"}}}`)
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("labelling namespace %s %s=true on the Karmada apiserver (so Karmada does not copy it into the members): %w", namespace, policyv1alpha1.NamespaceSkipAutoPropagationLabel, err)
 	}
 	return nil
 }

@@ -49,10 +49,6 @@ import (
 // seen for 40 s after a member's pod went).
 const autoRetry = 15 * time.Second
 
-// ledgerTTL bounds how long a decision is kept in memory for a HyperJob the cache has not shown
-// with it (one deleted right after its decision).
-const ledgerTTL = 2 * time.Minute
-
 // snapshotTTL is how long a member's numbers serve further decisions. Reusing them is safe: a
 // child decided meanwhile is a reservation until a snapshot shows its pods, and pods that finished
 // meanwhile only make the old numbers lower than the member's. It turns a burst of HyperJobs into
@@ -67,9 +63,12 @@ type autoDecider struct {
 	// Cluster's change drops them while a decision runs).
 	snapMu sync.Mutex
 	snaps  map[[2]string]timedSnapshot
-	// ledger: decisions this process wrote, by HyperJob UID, until the cached HyperJob carries them.
-	ledger map[types.UID]ledgerEntry
-	now    func() time.Time
+	// ledger: decisions this process wrote, by HyperJob UID, until the cached HyperJob carries them
+	// or the HyperJob is gone (dropped by its delete event, or by the first listing without it).
+	// Guarded by ledgerMu, so a delete event never waits for a decision's member reads.
+	ledgerMu sync.Mutex
+	ledger   map[types.UID]ledgerEntry
+	now      func() time.Time
 }
 
 type timedSnapshot struct {
@@ -112,7 +111,15 @@ func (d *autoDecider) forget(cluster string) {
 type ledgerEntry struct {
 	ns  string
 	rec *autoRecord
-	at  time.Time
+}
+
+// dropDeleted forgets the decision of a HyperJob that was deleted: its reservation goes with it at
+// once. (A decision written while its HyperJob's delete event passes is dropped by the next
+// listing, which no longer shows the HyperJob.)
+func (d *autoDecider) dropDeleted(uid types.UID) {
+	d.ledgerMu.Lock()
+	defer d.ledgerMu.Unlock()
+	delete(d.ledger, uid)
 }
 
 func newAutoDecider(m memberReader) *autoDecider {
@@ -150,13 +157,23 @@ func (r *Reconciler) decideAuto(ctx context.Context, hj *trainingv1alpha1.HyperJ
 	if refusal != nil {
 		autoDecisions.WithLabelValues(resultRefused).Inc()
 		msg := refusal.Message
-		if c := apimeta.FindStatusCondition(hj.Status.Conditions, ConditionAutoSplit); c == nil || c.Message != msg {
-			r.recorder.Eventf(hj, corev1.EventTypeWarning, ReasonNoSplitFits, "waiting: %s", msg)
+		// The Event only when the numbers changed: the condition holds the last ones.
+		if c := apimeta.FindStatusCondition(hj.Status.Conditions, ConditionAutoSplit); c == nil || c.Message != waitingMessage(msg) {
+			r.recorder.Event(hj, corev1.EventTypeWarning, ReasonNoSplitFits, waitingMessage(msg))
 		}
 		log.FromContext(ctx).V(1).Info("no auto split fits yet", "reason", msg)
 		return autoOutcome{waiting: msg}, nil
 	}
 	rec := recordOf(dec, req)
+	for _, m := range members {
+		if m.Ready && m.LeftOut != "" {
+			if rec.LeftOut == nil {
+				rec.LeftOut = map[string]string{}
+			}
+			rec.LeftOut[m.Name] = m.LeftOut
+		}
+	}
+	rec.Redecided = req.Redecided
 	v, err := rec.encode()
 	if err != nil {
 		return autoOutcome{}, err
@@ -169,7 +186,9 @@ func (r *Reconciler) decideAuto(ctx context.Context, hj *trainingv1alpha1.HyperJ
 	if !written {
 		return autoOutcome{}, nil // someone changed the HyperJob meanwhile: its watch event brings the next pass
 	}
-	d.ledger[hj.UID] = ledgerEntry{ns: hj.Namespace, rec: rec, at: d.now()}
+	d.ledgerMu.Lock()
+	d.ledger[hj.UID] = ledgerEntry{ns: hj.Namespace, rec: rec}
+	d.ledgerMu.Unlock()
 	autoDecisions.WithLabelValues(resultDecided).Inc()
 	autoClusters.Observe(float64(len(dec.Clusters)))
 	r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonAutoSplitDecided, "split %d children over %d member clusters: %s",
@@ -179,6 +198,9 @@ func (r *Reconciler) decideAuto(ctx context.Context, hj *trainingv1alpha1.HyperJ
 
 // readMembers lists the Clusters and reads each candidate's numbers. A candidate that is not Ready,
 // or whose numbers cannot be read, is passed to autosplit as not Ready (named in a refusal).
+//
+// A Ready candidate is left out, with the reason in the decision and in a refusal, when Karmada would
+// not place a child there (memberLeftOut) or Karmada refused the split there before (req.LeftOut).
 func (r *Reconciler) readMembers(ctx context.Context, req *AutoRequest) ([]autosplit.Member, map[string]*memberSnapshot, error) {
 	var clusters clusterv1alpha1.ClusterList
 	if err := r.client.List(ctx, &clusters); err != nil {
@@ -196,6 +218,15 @@ func (r *Reconciler) readMembers(ctx context.Context, req *AutoRequest) ([]autos
 			members = append(members, autosplit.Member{Name: c.Name})
 			continue
 		}
+		why := req.LeftOut[c.Name]
+		if why == "" {
+			why = memberLeftOut(c)
+		}
+		if why != "" {
+			log.FromContext(ctx).V(1).Info("a member is left out of the auto split", "cluster", c.Name, "reason", why)
+			members = append(members, autosplit.Member{Name: c.Name, Ready: true, LeftOut: why})
+			continue
+		}
 		s, err := r.auto.snapshot(ctx, c.Name, req.Resource)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "a member whose numbers cannot be read gets no auto split", "cluster", c.Name)
@@ -208,6 +239,31 @@ func (r *Reconciler) readMembers(ctx context.Context, req *AutoRequest) ([]autos
 	return members, snaps, nil
 }
 
+// childKind is the kind of a HyperJob's children, which a member must serve.
+var childKind = batchv1alpha1.SchemeGroupVersion.WithKind("Job")
+
+// memberLeftOut says why Karmada's scheduler would place no child in a Ready member, "" when it
+// would: the member does not serve the children's kind (its Cluster's status.apiEnablements, read as
+// Karmada's APIEnablement filter reads it: a kind not listed while the list is incomplete counts as
+// not served), or it has a NoSchedule or NoExecute taint (the children's PropagationPolicies
+// tolerate none; Karmada's TaintToleration filter).
+func memberLeftOut(c *clusterv1alpha1.Cluster) string {
+	switch c.APIEnablement(childKind) {
+	case clusterv1alpha1.APIEnabled:
+	case clusterv1alpha1.APIDisabled:
+		return fmt.Sprintf("serves no %s %s: not in its Cluster's status.apiEnablements, so Karmada places no child there", childKind.GroupVersion(), childKind.Kind)
+	default:
+		return fmt.Sprintf("has not reported serving %s %s: its Cluster's status.apiEnablements is incomplete, so Karmada places no child there", childKind.GroupVersion(), childKind.Kind)
+	}
+	for i := range c.Spec.Taints {
+		t := &c.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return fmt.Sprintf("tainted %s, which the children's PropagationPolicies do not tolerate", t.ToString())
+		}
+	}
+	return ""
+}
+
 // clusterReady reports whether Karmada's Ready condition of the Cluster is True and it is not being
 // deleted: the auto split places nothing there, and its children are reported lost (memberloss.go).
 func clusterReady(c *clusterv1alpha1.Cluster) bool {
@@ -216,7 +272,11 @@ func clusterReady(c *clusterv1alpha1.Cluster) bool {
 
 // reservations are the children of other decided HyperJobs (recorded on them, or in the ledger
 // until the cache shows them) whose pods the members' numbers do not show yet. Finished
-// HyperJobs, HyperJobs being deleted and finished children reserve nothing.
+// HyperJobs, HyperJobs being deleted or gone, and finished children reserve nothing.
+//
+// A ledger entry is only ever made for a HyperJob read from the cache, so a listing of the same
+// cache without it means the HyperJob was deleted: the entry is dropped then (the delete event
+// drops it too, dropDeleted), never kept for a time.
 func (r *Reconciler) reservations(ctx context.Context, self *trainingv1alpha1.HyperJob, res corev1.ResourceName, snaps map[string]*memberSnapshot) ([]autosplit.Reservation, error) {
 	var list trainingv1alpha1.HyperJobList
 	if err := r.client.List(ctx, &list); err != nil {
@@ -231,6 +291,8 @@ func (r *Reconciler) reservations(ctx context.Context, self *trainingv1alpha1.Hy
 	}
 	byUID := map[types.UID]decided{}
 	seen := map[types.UID]bool{}
+	d.ledgerMu.Lock()
+	defer d.ledgerMu.Unlock()
 	for i := range list.Items {
 		hj := &list.Items[i]
 		seen[hj.UID] = true
@@ -252,8 +314,8 @@ func (r *Reconciler) reservations(ctx context.Context, self *trainingv1alpha1.Hy
 		if _, ok := byUID[uid]; ok || uid == self.UID {
 			continue
 		}
-		if !seen[uid] && d.now().Sub(e.at) > ledgerTTL {
-			delete(d.ledger, uid)
+		if !seen[uid] {
+			delete(d.ledger, uid) // deleted: its reservation goes with it
 			continue
 		}
 		byUID[uid] = decided{ns: e.ns, rec: e.rec}
@@ -351,6 +413,13 @@ var childFinished = predicate.Funcs{
 		n, ok2 := e.ObjectNew.(*batchv1alpha1.Job)
 		return ok1 && ok2 && !finished(o.Status.State.Phase) && finished(n.Status.State.Phase)
 	},
+}
+
+// hyperJobGone drops a deleted HyperJob's decision from the ledger (its reservation goes at once)
+// and returns the HyperJobs waiting for an auto split: its room may let them fit.
+func (r *Reconciler) hyperJobGone(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.auto.dropDeleted(obj.GetUID())
+	return r.waitingHyperJobs(ctx, obj)
 }
 
 // hyperJobDeleted passes only deletions (their reservations and pods go).

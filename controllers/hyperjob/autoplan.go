@@ -33,6 +33,11 @@ type AutoRequest struct {
 	Candidates []string
 	// MaxDomains is spec.maxDomains (0: no cap).
 	MaxDomains int
+	// LeftOut are the members a decided split was taken back from because Karmada refused them
+	// for a reason that does not pass by itself (autorefused.go), with that reason; Redecided says
+	// the split is being decided the second time, which is the last.
+	LeftOut   map[string]string
+	Redecided bool
 }
 
 // autoPlace is where one decided child goes, and what it needs (for the reservations of later
@@ -49,6 +54,22 @@ type autoPlace struct {
 type autoRecord struct {
 	Resource corev1.ResourceName  `json:"resource"`
 	Children map[string]autoPlace `json:"children"`
+	// LeftOut are the Ready members the decision did not consider, with the reason (they serve no
+	// Volcano Job, a taint, Karmada refused a child there).
+	LeftOut map[string]string `json:"leftOut,omitempty"`
+	// Redecided: the split was taken back once after Karmada refused it (autorefused.go); with no
+	// Children it is being decided again, and it is never taken back a second time.
+	Redecided bool `json:"redecided,omitempty"`
+}
+
+// leftOutText names the left-out members: "member2 (serves no …); member3 (…)".
+func (a *autoRecord) leftOutText() string {
+	parts := make([]string, 0, len(a.LeftOut))
+	for m, why := range a.LeftOut {
+		parts = append(parts, fmt.Sprintf("%s (%s)", m, why))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }
 
 // readAutoRecord decodes the HyperJob's recorded decision (nil when none).
@@ -121,15 +142,19 @@ const maxListedChildren = 64
 
 // conditionMessage is the decision for the AutoSplit condition.
 func (a *autoRecord) conditionMessage() string {
+	left := ""
+	if len(a.LeftOut) > 0 {
+		left = "; left out: " + a.leftOutText()
+	}
 	if len(a.Children) <= maxListedChildren {
-		return "decided: " + a.String()
+		return "decided: " + a.String() + left
 	}
 	names, by := a.clusters()
 	parts := make([]string, 0, len(names))
 	for _, c := range names {
 		parts = append(parts, fmt.Sprintf("%s: %d", c, len(by[c])))
 	}
-	return fmt.Sprintf("decided: %s (the annotation %s places every child)", strings.Join(parts, "; "), hbv1.AutoSplitAnnotation)
+	return fmt.Sprintf("decided: %s (the annotation %s places every child)%s", strings.Join(parts, "; "), hbv1.AutoSplitAnnotation, left)
 }
 
 // autoState is a HyperJob's mode auto in its plan: the request, and the recorded decision if any.
@@ -208,6 +233,11 @@ func autoSplitOf(hj *trainingv1alpha1.HyperJob, n int, get func(i int) (*AutoChi
 			Message: fmt.Sprintf("the recorded auto split cannot be read (%v); remove the annotation %s to decide again", err, hbv1.AutoSplitAnnotation)}
 	}
 	if rec == nil {
+		return &autoState{request: req}, nil
+	}
+	if rec.Redecided && len(rec.Children) == 0 {
+		// Taken back after Karmada refused it: decided again without the refused members.
+		req.LeftOut, req.Redecided = rec.LeftOut, true
 		return &autoState{request: req}, nil
 	}
 	var missing []string

@@ -68,6 +68,9 @@ type Plan struct {
 	AutoWaiting string
 	// AutoDecided is the recorded split of mode auto, for the status (nil without mode auto).
 	AutoDecided *autoRecord
+	// AutoRefused is why Karmada refused the split decided the second time (autorefused.go), set by
+	// the controller.
+	AutoRefused string
 }
 
 // SplitCount is the number of children the plan asks for.

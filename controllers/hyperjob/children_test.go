@@ -85,7 +85,7 @@ func TestBuildPlanChildren(t *testing.T) {
 			SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MinGroups: 1, MaxGroups: 1}},
 		},
 	}
-	if got, want := mustHash(t, &pp.Spec), mustHash(t, &wantSpec); got != want || ppDrifted(&policyv1alpha1.PropagationPolicy{Spec: wantSpec}, pp) {
+	if got, want := mustHash(t, &pp.Spec), mustHash(t, &wantSpec); got != want || ppDrifted(&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"}, Spec: wantSpec}, pp) {
 		t.Fatalf("PropagationPolicy spec %+v, want %+v", pp.Spec, wantSpec)
 	}
 	if h, _ := Hash(&pp.Spec); pp.Labels[hbv1.PPSpecHashLabel] != h || h != p.children[0].ppHash {
@@ -253,6 +253,18 @@ func TestPPDriftedOnlyOwnedFields(t *testing.T) {
 	if ppDrifted(want, have) {
 		t.Fatal("fields someone else added count as drift: apply cannot remove them and would repeat forever")
 	}
+	// Karmada's webhook writes the policy's namespace into a selector that names none (issue 38:
+	// every pass applied a change that changed nothing and reported "updated … in place").
+	have.Namespace = "ns"
+	have.Spec.ResourceSelectors[0].Namespace = "ns"
+	if ppDrifted(want, have) {
+		t.Fatal("a selector's namespace defaulted to the policy's own counts as drift")
+	}
+	have.Spec.ResourceSelectors[0].Namespace = "other"
+	if !ppDrifted(want, have) {
+		t.Fatal("a selector moved to another namespace is drift")
+	}
+	have.Spec.ResourceSelectors[0].Namespace = "ns"
 	have.Spec.Placement.ClusterAffinity.ClusterNames = []string{"other"}
 	if !ppDrifted(want, have) {
 		t.Fatal("an edited clusterNames is drift")

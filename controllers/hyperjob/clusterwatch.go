@@ -19,8 +19,8 @@ import (
 //   - member loss (memberloss.go) looks at every HyperJob again when a Cluster's Ready condition
 //     changes or the Cluster goes: a child there is reported lost, or no longer lost;
 //   - the auto split (autodecide.go) drops a member's cached numbers and decides the HyperJobs
-//     waiting for a split again when a Cluster appears or its readiness or resourceSummary
-//     changes: room may have appeared.
+//     waiting for a split again when a Cluster appears or its readiness, resourceSummary, served
+//     children's kind (apiEnablements) or taints change: room may have appeared.
 //
 // Karmada's periodic status refreshes that change neither are ignored.
 //
@@ -28,6 +28,7 @@ import (
 //	create                        dropped            waiting for a split
 //	update: Ready changed         dropped            all (the waiting ones among them)
 //	update: resourceSummary only  dropped            waiting for a split
+//	update: child kind or taints  dropped            waiting for a split
 //	update: anything else         kept               none
 //	delete                        kept               all
 func (r *Reconciler) clusterEvents() handler.EventHandler {
@@ -49,7 +50,8 @@ func (r *Reconciler) clusterEvents() handler.EventHandler {
 			case clusterReady(o) != clusterReady(n):
 				r.auto.forget(n.Name)
 				add(q, r.allHyperJobs(ctx, n))
-			case summaryChanged(o.Status.ResourceSummary, n.Status.ResourceSummary):
+			case summaryChanged(o.Status.ResourceSummary, n.Status.ResourceSummary),
+				memberLeftOut(o) != memberLeftOut(n):
 				add(q, r.clusterChanged(ctx, n))
 			}
 		},

@@ -24,7 +24,8 @@ const (
 	ConditionSpecInvalid = "SpecInvalid"
 	// ConditionAutoSplit is the decision of mode auto (autosplit.go): True (reason AutoSplitDecided)
 	// with the split once decided, False (reason NoSplitFits) with the members' numbers while no
-	// split fits.
+	// split fits, False (reason AutoSplitRefused) when Karmada refused the split decided the second
+	// time (autorefused.go).
 	ConditionAutoSplit = "AutoSplit"
 )
 
@@ -224,15 +225,20 @@ func aggregate(hj, rj string, names []string, jobs map[string]*batchv1alpha1.Job
 // setAutoCondition writes the AutoSplit condition of a plan in mode auto: True with the decided
 // split, False with the numbers while no split fits. Its Events come from the decision itself
 // (autodecide.go), not from the status.
+// waitingMessage is the AutoSplit condition's message, and the NoSplitFits Event's, for a refusal.
+func waitingMessage(refusal string) string { return "waiting: " + refusal }
+
 func setAutoCondition(st *trainingv1alpha1.HyperJobStatus, gen int64, plan *Plan) {
 	var c metav1.Condition
 	switch {
+	case plan.AutoRefused != "":
+		c = metav1.Condition{Type: ConditionAutoSplit, Status: metav1.ConditionFalse, Reason: ReasonAutoSplitRefused, Message: plan.AutoRefused}
 	case plan.AutoDecided != nil:
 		c = metav1.Condition{Type: ConditionAutoSplit, Status: metav1.ConditionTrue, Reason: ReasonAutoSplitDecided,
 			Message: plan.AutoDecided.conditionMessage()}
 	case plan.Auto != nil && plan.AutoWaiting != "":
 		c = metav1.Condition{Type: ConditionAutoSplit, Status: metav1.ConditionFalse, Reason: ReasonNoSplitFits,
-			Message: "waiting: " + plan.AutoWaiting}
+			Message: waitingMessage(plan.AutoWaiting)}
 	default:
 		return
 	}

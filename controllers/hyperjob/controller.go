@@ -148,7 +148,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.auto = newAutoDecider(clusterProxyMemberReader(mgr.GetConfig()))
 		}
 		bld = bld.Watches(&clusterv1alpha1.Cluster{}, r.clusterEvents()).
-			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
+			Watches(&trainingv1alpha1.HyperJob{}, handler.EnqueueRequestsFromMapFunc(r.hyperJobGone),
 				builder.WithPredicates(hyperJobDeleted)).
 			Watches(&batchv1alpha1.Job{}, handler.EnqueueRequestsFromMapFunc(r.waitingHyperJobs),
 				builder.WithPredicates(childFinished))

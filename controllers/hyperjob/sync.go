@@ -97,6 +97,11 @@ func (r *Reconciler) syncVCJobAndPP(ctx context.Context, hj *trainingv1alpha1.Hy
 		err := r.syncAuto(ctx, hj, plan, &res)
 		return res, errors.Join(releaseErr, err)
 	}
+	if taken, err := r.checkAutoRefused(ctx, hj, plan); err != nil || taken {
+		// Taken back: the HyperJob's watch event brings the pass that decides again.
+		res.plan = nil
+		return res, errors.Join(releaseErr, err)
+	}
 
 	recorded := recordedStates(&hj.Status)
 	gate, err := r.gate(ctx, hj, plan, recorded, jobs, pps)
@@ -323,9 +328,23 @@ func ppDrifted(want, have *policyv1alpha1.PropagationPolicy) bool {
 	ht, hp := scheduling(&h.Placement)
 	return w.PropagateDeps != h.PropagateDeps || wt != ht || wp != hp ||
 		!apiequality.Semantic.DeepEqual(w.Suspension, h.Suspension) ||
-		!apiequality.Semantic.DeepEqual(w.ResourceSelectors, h.ResourceSelectors) ||
+		!apiequality.Semantic.DeepEqual(selectorsIn(want.Namespace, w.ResourceSelectors), selectorsIn(have.Namespace, h.ResourceSelectors)) ||
 		!apiequality.Semantic.DeepEqual(clusterNames(&w.Placement), clusterNames(&h.Placement)) ||
 		!apiequality.Semantic.DeepEqual(w.Placement.SpreadConstraints, h.Placement.SpreadConstraints)
+}
+
+// selectorsIn is a PropagationPolicy's resource selectors as Karmada's webhook stores them: one
+// without a namespace selects in the policy's own namespace, and the webhook writes it there. Without
+// this, every pass would see the stored namespace as drift and apply a change that changes nothing.
+func selectorsIn(ns string, sels []policyv1alpha1.ResourceSelector) []policyv1alpha1.ResourceSelector {
+	out := make([]policyv1alpha1.ResourceSelector, len(sels))
+	for i, s := range sels {
+		if s.Namespace == "" {
+			s.Namespace = ns
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // writePropagationPolicies creates the missing PropagationPolicies and updates the existing ones by
@@ -406,14 +425,21 @@ func (r *Reconciler) applyPP(ctx context.Context, hj *trainingv1alpha1.HyperJob,
 	if !metav1.IsControlledBy(cur, hj) {
 		return r.checkForeign(ctx, r.client, hj, &policyv1alpha1.PropagationPolicy{}, c.name, p)
 	}
-	if patch, err := csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldOwner), FieldOwner); err != nil {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(cur, sets.New(FieldOwner), FieldOwner)
+	if err != nil {
 		return fmt.Errorf("handing PropagationPolicy %s's fields to server-side apply: %w", c.name, err)
-	} else if patch != nil {
-		if err := r.client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	}
+	// base is the resourceVersion the apply starts from: the cached one, or the one the hand-over
+	// wrote.
+	base := cur.ResourceVersion
+	if patch != nil {
+		handed := cur.DeepCopy()
+		if err := r.client.Patch(ctx, handed, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 			reconcileErrors.WithLabelValues(opApplyPP).Inc()
 			p.failed(ctx, "FailedApplyPropagationPolicy", fmt.Sprintf("handing PropagationPolicy %s's fields to server-side apply: %v", c.name, err))
 			return fmt.Errorf("handing PropagationPolicy %s's fields to server-side apply: %w", c.name, err)
 		}
+		base = handed.ResourceVersion
 	}
 	u, err := applyConfiguration(c.pp)
 	if err != nil {
@@ -424,7 +450,11 @@ func (r *Reconciler) applyPP(ctx context.Context, hj *trainingv1alpha1.HyperJob,
 		p.failed(ctx, "FailedApplyPropagationPolicy", fmt.Sprintf("applying PropagationPolicy %s: %v", c.name, err))
 		return fmt.Errorf("applying PropagationPolicy %s: %w", c.name, err)
 	}
-	p.did(ctx, actUpdatedPP, c.name)
+	// Apply answers with the stored object: the same resourceVersion means the apply changed
+	// nothing (the cache was behind, or a field differed only as stored), and nothing is reported.
+	if u.GetResourceVersion() != base {
+		p.did(ctx, actUpdatedPP, c.name)
+	}
 	return nil
 }
 

@@ -368,6 +368,7 @@ Karmada control plane and members are running (one kubeconfig, a context per clu
 `, kc, kubectl, st.Clusters[0].Context(), kubectl, st.Clusters[0].Context())
 	for _, m := range st.Clusters[1:] {
 		fmt.Printf("  %s --context %s get nodes,hypernodes   # member %s (logs %s/)\n", kubectl, m.Context(), m.Name, l.rel(m.LogsDir()))
+		fmt.Printf("  %s   # the demo's children there\n", childrenHint(kubectl, m.Context(), demoNamespace))
 	}
 	fmt.Printf("  logs:  %s/\n  stop:  make down\n", l.rel(st.Clusters[0].LogsDir()))
 }

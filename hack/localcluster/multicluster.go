@@ -292,6 +292,12 @@ func (mk *multiKube) propagateQueues(ctx context.Context) error {
 
 const demoNamespace = "hyperbatch-demo"
 
+// childrenHint is the command that shows a HyperJob's children and their pods in a member: the
+// children are Volcano Jobs, which a bare `get jobs` does not list (it names batch/v1 Jobs).
+func childrenHint(kubectl, context, namespace string) string {
+	return fmt.Sprintf("%s --context %s -n %s get jobs.batch.volcano.sh,pods", kubectl, context, namespace)
+}
+
 // demoHyperJob is the acceptance check: a HyperJob on the plane with two replicatedJobs (a: 2 children
 // of 2 pods × 8 GPUs for member1, b: 1 child of 2 pods × 4 GPUs for member2), each child held to one
 // leaf HyperNode (highestTierAllowed 1), in Queue team-a. hyperbatch's control-plane manager admits it
@@ -354,8 +360,8 @@ func (mk *multiKube) demoHyperJob(ctx context.Context) error {
 		return apimeta.IsStatusConditionTrue(got.Status.Conditions, "Completed"), nil
 	})
 	if err != nil {
-		return fmt.Errorf("demo: HyperJob %s/demo not Completed on the plane within 3m (conditions: %s); look at the children in the members (kubectl --context hyperbatch-member1 -n %s get jobs,pods) and the logs: %w",
-			demoNamespace, last, demoNamespace, err)
+		return fmt.Errorf("demo: HyperJob %s/demo not Completed on the plane within 3m (conditions: %s); look at the children in the members (%s) and the logs: %w",
+			demoNamespace, last, childrenHint("kubectl", localproc.Cluster{Name: "member1"}.Context(), demoNamespace), err)
 	}
 	for _, child := range []string{"demo-a-0", "demo-a-1", "demo-b-0"} {
 		if leaves[child] == "" {

@@ -5,7 +5,9 @@
 //
 // The rules (docs/multicluster.md, "How `auto` decides"):
 //
-//   - Only Ready members are candidates.
+//   - Only Ready members are candidates, and not those left out for a reason of their own
+//     (Member.LeftOut: the member serves no child's kind, or a taint keeps the children away); the
+//     refusal names each with its reason.
 //   - A child is Pods pods of PodDemand accelerators each. It fits in a domain whose nodes have
 //     room for Pods such pods: Σ over the domain's nodes of ⌊free ÷ PodDemand⌋ ≥ Pods. The
 //     cluster-wide sum of free accelerators is never used alone: 8 free GPUs on 8 nodes hold no
@@ -45,6 +47,9 @@ type HyperNode struct {
 type Member struct {
 	Name  string
 	Ready bool
+	// LeftOut, when set, is why a Ready member is no candidate (e.g. "serves no
+	// batch.volcano.sh/v1alpha1 Job"); a refusal names it.
+	LeftOut string
 	// Free is each node's free accelerators of the requested type (allocatable minus requests of
 	// pods not finished).
 	Free       map[string]int64
@@ -187,10 +192,11 @@ func Decide(members []Member, req Request) (*Decision, *Refusal) {
 	var ready []*Member
 	var notReady []string
 	for i := range members {
-		if members[i].Ready {
-			ready = append(ready, &members[i])
-		} else {
+		switch {
+		case !members[i].Ready:
 			notReady = append(notReady, members[i].Name)
+		case members[i].LeftOut == "":
+			ready = append(ready, &members[i])
 		}
 	}
 	slices.SortFunc(ready, func(a, b *Member) int { return cmp.Compare(a.Name, b.Name) })
@@ -477,6 +483,9 @@ func explain(all []Member, ready []*Member, notReady []string, req Request, limi
 		sort.Strings(notReady)
 		fmt.Fprintf(&b, "; not Ready, not considered: %s", strings.Join(notReady, ", "))
 	}
+	if out := LeftOut(all); out != "" {
+		fmt.Fprintf(&b, "; left out: %s", out)
+	}
 	if len(all) == 0 {
 		b.WriteString("; no member clusters")
 	}
@@ -510,4 +519,17 @@ func (d *Decision) Reservations(req Request) []Reservation {
 		}
 	}
 	return out
+}
+
+// LeftOut names the Ready members left out with their reasons, by name: "m2 (serves no …); m3 (…)";
+// "" when none is.
+func LeftOut(members []Member) string {
+	var parts []string
+	for _, m := range members {
+		if m.Ready && m.LeftOut != "" {
+			parts = append(parts, fmt.Sprintf("%s (%s)", m.Name, m.LeftOut))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }

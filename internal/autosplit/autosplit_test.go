@@ -337,3 +337,25 @@ func checkDecision(t *testing.T, members []Member, groups []Group, d *Decision, 
 	}
 	require.True(t, slices.IsSorted(d.Clusters) || len(d.Clusters) < 2, desc)
 }
+
+// A Ready member left out (it serves no child's kind) is no candidate, even where best fit would
+// choose it, and a refusal names it with its reason (issue 38).
+func TestLeftOutMembers(t *testing.T) {
+	m1 := leaves("m1", []int64{8}, []int64{8}, []int64{8})
+	m2 := leaves("m2", []int64{4, 4})
+	req := Request{Groups: []Group{oneLeafChildren(1)}, MaxDomains: 1}
+	d, ref := Decide([]Member{m1, m2}, req)
+	require.Nil(t, ref)
+	assert.Equal(t, []string{"m2"}, clustersOf(d), "best fit: m2's leaf holds the child exactly")
+
+	m2.LeftOut = "serves no batch.volcano.sh/v1alpha1 Job"
+	d, ref = Decide([]Member{m1, m2}, req)
+	require.Nil(t, ref)
+	assert.Equal(t, []string{"m1"}, clustersOf(d))
+	assert.Equal(t, "m2 (serves no batch.volcano.sh/v1alpha1 Job)", LeftOut([]Member{m1, m2}))
+
+	_, ref = Decide([]Member{m2}, req)
+	require.NotNil(t, ref)
+	assert.Contains(t, ref.Message, "no set of at most 0 member clusters holds all 1 children")
+	assert.Contains(t, ref.Message, "; left out: m2 (serves no batch.volcano.sh/v1alpha1 Job)")
+}

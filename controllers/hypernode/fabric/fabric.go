@@ -5,7 +5,9 @@
 // distance to the nearest leaf. Leaves that share a host (a rail-optimised scalable unit, where each
 // host's HCAs land on several rail leaves) form one tier-1 group. At each tier above, switches that
 // reach a common group of the tier below are joined into one group, so every group has exactly one
-// parent and the result is a forest.
+// parent and the result is a forest. Separate fabrics (switches not cabled to each other, say a
+// compute and a management fabric) are tiered apart, a host cabled into both is a member in one,
+// and a host-less switch that hangs off a single group is no tier above it (Graph.Groups).
 package fabric
 
 import (
@@ -138,21 +140,37 @@ func TierName(t int) string {
 // Groups computes the tiers. nodeOf maps a host to its Kubernetes Node name; hosts without one are
 // not members (their switches still shape the tiers). Group IDs and names derive from the lowest
 // switch GUID of each group, so they do not change when a switch is renamed.
+//
+// Separate fabrics stay separate (docs/discovery.md, "Fabric tiers"):
+//   - a fabric is a set of switches cabled to each other; each is tiered on its own;
+//   - a host cabled into several fabrics (a compute node with an HCA on the management fabric) is a
+//     member in one of them, its home (homes), and joins leaves only there;
+//   - a switch of tier 3 or more cabled down to a single group of the tier below and to nothing
+//     above it is no core: it is a leaf whose hosts are not in the capture (or a switch that adds
+//     no domain). It is left out (deadEnds), and so is a switch that hangs only off it.
 func (g *Graph) Groups(nodeOf func(*Device) (string, bool)) []hypernode.Group {
-	// Switch tiers by breadth-first search from the leaves.
+	fabricOf := g.fabrics()
+	home := g.homes(fabricOf)
+	tier, maxTier := g.tiers()
+	all := map[string]bool{}
+	for s := range tier {
+		all[s] = true
+	}
+	unitOf, _ := g.group(tier, maxTier, all, fabricOf, home, nodeOf)
+	kept := g.deadEnds(tier, maxTier, unitOf)
+	_, out := g.group(tier, maxTier, kept, fabricOf, home, nodeOf)
+	return out
+}
+
+// tiers are the switches' tiers: 1 for a switch cabled to a host, then one more than the distance to
+// the nearest leaf, by breadth-first search over switch-to-switch cables.
+func (g *Graph) tiers() (map[string]int, int) {
 	tier := map[string]int{}
 	var frontier []string
 	for _, guid := range g.sortedGUIDs() {
-		d := g.Devices[guid]
-		if d.Kind != Switch {
-			continue
-		}
-		for peer := range g.adj[guid] {
-			if p := g.Devices[peer]; p != nil && p.Kind == Host {
-				tier[guid] = 1
-				frontier = append(frontier, guid)
-				break
-			}
+		if g.IsLeaf(guid) {
+			tier[guid] = 1
+			frontier = append(frontier, guid)
 		}
 	}
 	maxTier := 0
@@ -177,15 +195,129 @@ func (g *Graph) Groups(nodeOf func(*Device) (string, bool)) []hypernode.Group {
 		sort.Strings(next)
 		frontier = next
 	}
+	return tier, maxTier
+}
 
+// fabrics maps every switch to its fabric: the lowest GUID of the switches cabled to it, directly or
+// through other switches. Hosts do not join fabrics: a host with HCAs in two fabrics is two ends of
+// two networks, not a cable between them.
+func (g *Graph) fabrics() map[string]string {
+	uf := newUnionFind()
+	for guid, d := range g.Devices {
+		if d.Kind == Switch {
+			uf.add(guid)
+		}
+	}
+	for guid, d := range g.Devices {
+		if d.Kind != Switch {
+			continue
+		}
+		for peer := range g.adj[guid] {
+			if p := g.Devices[peer]; p != nil && p.Kind == Switch {
+				uf.union(guid, peer)
+			}
+		}
+	}
+	out := make(map[string]string, len(uf.parent))
+	for guid := range uf.parent {
+		out[guid] = uf.find(guid)
+	}
+	return out
+}
+
+// homes maps every host to the one fabric it is a member in: the fabric it is cabled to the most
+// switches of (a compute node's 8 rails against its 1 management HCA), ties to the fabric with more
+// switches, then to the lower fabric GUID.
+func (g *Graph) homes(fabricOf map[string]string) map[string]string {
+	size := map[string]int{}
+	for _, f := range fabricOf {
+		size[f]++
+	}
+	out := map[string]string{}
+	for guid, d := range g.Devices {
+		if d.Kind != Host {
+			continue
+		}
+		cables := map[string]int{}
+		for peer := range g.adj[guid] {
+			if f, ok := fabricOf[peer]; ok {
+				cables[f]++
+			}
+		}
+		best := ""
+		for f, n := range cables {
+			if best == "" || n > cables[best] || (n == cables[best] && (size[f] > size[best] || (size[f] == size[best] && f < best))) {
+				best = f
+			}
+		}
+		if best != "" {
+			out[guid] = best
+		}
+	}
+	return out
+}
+
+// deadEnds returns the switches that are kept: all but those of tier 3 or more cabled down to at
+// most one group of the tier below (unitOf) and up to no kept switch, decided from the top tier
+// down so that a switch hanging only off a left-out one is left out too. Leaving such a switch out
+// never splits a group: it joined only switches that reach that one group anyway.
+func (g *Graph) deadEnds(tier map[string]int, maxTier int, unitOf map[string]string) map[string]bool {
+	kept := make(map[string]bool, len(tier))
+	for s := range tier {
+		kept[s] = true
+	}
+	for t := maxTier; t >= 3; t-- {
+		for s, st := range tier {
+			if st != t {
+				continue
+			}
+			lower := map[string]bool{}
+			up := false
+			for peer := range g.adj[s] {
+				switch pt, ok := tier[peer]; {
+				case !ok:
+				case pt == t-1:
+					lower[unitOf[peer]] = true
+				case pt == t+1 && kept[peer]:
+					up = true
+				}
+			}
+			if len(lower) <= 1 && !up {
+				kept[s] = false
+			}
+		}
+	}
+	return kept
+}
+
+// group joins, tier by tier, the switches in use that reach a common host at home in their fabric
+// (tier 1) or a common group below, and returns each switch's group root and the groups.
+func (g *Graph) group(tier map[string]int, maxTier int, use map[string]bool, fabricOf, home map[string]string, nodeOf func(*Device) (string, bool)) (map[string]string, []hypernode.Group) {
 	// unitOf maps a switch to its group's root GUID at its tier.
 	unitOf := map[string]string{}
 	var out []hypernode.Group
+	below := func(s string, t int) []string {
+		var keys []string
+		for peer := range g.adj[s] {
+			p := g.Devices[peer]
+			if p == nil {
+				continue
+			}
+			switch {
+			case t == 1 && p.Kind == Host && home[peer] == fabricOf[s]:
+				keys = append(keys, peer)
+			case t > 1 && p.Kind == Switch && tier[peer] == t-1 && use[peer]:
+				keys = append(keys, groupID(t-1, unitOf[peer]))
+			}
+		}
+		sort.Strings(keys)
+		return keys
+	}
 	for t := 1; t <= maxTier; t++ {
 		uf := newUnionFind()
 		var switches []string
 		for guid, st := range tier {
-			if st == t {
+			if st == t && use[guid] {
 				switches = append(switches, guid)
 				uf.add(guid)
 			}
@@ -194,7 +326,7 @@ func (g *Graph) Groups(nodeOf func(*Device) (string, bool)) []hypernode.Group {
 		// Join switches that reach a common host (t = 1) or a common group below (t > 1).
 		reach := map[string]string{} // host or lower group → first switch seen
 		for _, s := range switches {
-			for _, key := range g.below(s, t, unitOf, tier) {
+			for _, key := range below(s, t) {
 				if first, ok := reach[key]; ok {
 					uf.union(first, s)
 				} else {
@@ -209,7 +341,7 @@ func (g *Graph) Groups(nodeOf func(*Device) (string, bool)) []hypernode.Group {
 			if members[root] == nil {
 				members[root] = map[string]bool{}
 			}
-			for _, key := range g.below(s, t, unitOf, tier) {
+			for _, key := range below(s, t) {
 				members[root][key] = true
 			}
 		}
@@ -237,30 +369,10 @@ func (g *Graph) Groups(nodeOf func(*Device) (string, bool)) []hypernode.Group {
 			out = append(out, grp)
 		}
 	}
-	return out
+	return unitOf, out
 }
 
 func groupID(tier int, root string) string { return "tier" + strconv.Itoa(tier) + ":" + root }
-
-// below lists what switch s of tier t connects downwards: host GUIDs for leaves, the IDs of the
-// lower tier's groups otherwise.
-func (g *Graph) below(s string, t int, unitOf map[string]string, tier map[string]int) []string {
-	var out []string
-	for peer := range g.adj[s] {
-		p := g.Devices[peer]
-		if p == nil {
-			continue
-		}
-		switch {
-		case t == 1 && p.Kind == Host:
-			out = append(out, peer)
-		case t > 1 && p.Kind == Switch && tier[peer] == t-1:
-			out = append(out, groupID(t-1, unitOf[peer]))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 func (g *Graph) sortedGUIDs() []string {
 	out := make([]string, 0, len(g.Devices))

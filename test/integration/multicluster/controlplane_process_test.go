@@ -3,13 +3,17 @@ package multicluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	policyv1alpha1 "github.com/karmada-io/karmada/pkg/apis/policy/v1alpha1"
+	workv1alpha1 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +25,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 // cpNamespace is the namespace of TestControlPlaneManagerProcess; cpNamespaceLabel selects it for
@@ -115,6 +120,20 @@ func TestControlPlaneManagerProcess(t *testing.T) {
 		}
 	})
 	t.Logf("manager (control-plane mode) ready in %s", time.Since(started).Round(100*time.Millisecond))
+
+	// hyperbatch's own namespace on the plane is not Karmada's to copy into the members (issue 38:
+	// the copy failed in every member, whose own hyperbatch-system refused it). The manager labels
+	// it; a namespace created after it does get Karmada's Work in member1, hyperbatch-system none.
+	var own corev1.Namespace
+	require.NoError(t, plane.Client.Get(ctx, client.ObjectKey{Name: localproc.HyperbatchNamespace}, &own))
+	assert.Equal(t, "true", own.Labels[policyv1alpha1.NamespaceSkipAutoPropagationLabel])
+	const probeNS = "cp-process-probe"
+	require.NoError(t, plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: probeNS}}))
+	waitFor(ctx, t, "Karmada's Work for namespace "+probeNS+" in member1", func(ctx context.Context) (bool, string) {
+		names := namespaceWorks(ctx, t, "member1")
+		return slices.Contains(names, probeNS), strings.Join(names, ", ")
+	})
+	assert.NotContains(t, namespaceWorks(ctx, t, "member1"), localproc.HyperbatchNamespace, "Karmada copies hyperbatch-system into no member")
 
 	// The webhook configurations are the manager's, on the plane, with its caBundle.
 	for _, name := range []string{"hyperbatch-mutating", "hyperbatch-validating"} {
@@ -226,6 +245,23 @@ func jobsOf(ctx context.Context, t *testing.T, member string) []string {
 			where = "plane"
 		}
 		out = append(out, where+"/"+j.Name)
+	}
+	return out
+}
+
+// namespaceWorks names the namespaces Karmada's Works carry into a member.
+func namespaceWorks(ctx context.Context, t *testing.T, member string) []string {
+	t.Helper()
+	var works workv1alpha1.WorkList
+	require.NoError(t, plane.Client.List(ctx, &works, client.InNamespace("karmada-es-"+member)))
+	var out []string
+	for _, w := range works.Items {
+		for _, m := range w.Spec.Workload.Manifests {
+			var obj metav1.PartialObjectMetadata
+			if err := json.Unmarshal(m.Raw, &obj); err == nil && obj.Kind == "Namespace" {
+				out = append(out, obj.Name)
+			}
+		}
 	}
 	return out
 }

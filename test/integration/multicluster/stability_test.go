@@ -16,6 +16,7 @@ import (
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
+	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -150,6 +151,19 @@ func TestNoFightForTwoMinutes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, changed(before, now), "objects rewritten within %s", stabilityWindow)
 	t.Logf("no resourceVersion of %d objects changed in %s (%d pokes, each followed by a controller pass)", len(before), time.Since(start).Round(time.Second), pokes)
+	// And no Event says otherwise (issue 38: "updated 2 PropagationPolicies in place" ten times for
+	// applies that changed nothing): the one update in place is the dispatch (the suspension
+	// lifted), reported once.
+	evs, err := hyperJobEvents(ctx, ns, name, hyperjob.ReasonSyncedChildren)
+	require.NoError(t, err)
+	inPlace := 0
+	for _, e := range evs {
+		if strings.Contains(e.Message, "in place") {
+			inPlace += int(e.Count)
+			t.Logf("%s (%d times)", e.Message, e.Count)
+		}
+	}
+	assert.Equal(t, 1, inPlace, "only the dispatch updates the PropagationPolicies in place: %s", describe(evs))
 
 	deleteAndWaitGone(ctx, t, hj, children)
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,4 +197,53 @@ func expandHostlist(t *testing.T, s string) []string {
 		}
 	}
 	return out
+}
+
+// Two fabrics in one capture (issue 38): Topograph's compute fabric with a management fabric
+// written after it in the same format (testdata/ibnetdiscover/management-fabric.txt: two spines,
+// two leaves with four management hosts and the management HCA of five DGXs, one leaf with no
+// host). No cable joins the fabrics; only the DGXs' management HCAs touch both.
+//   - The compute tree is exactly the one of the capture alone (the golden file): the DGXs stay in
+//     their scalable units, no management switch or host joins it, and it keeps its 2 tiers.
+//   - The management hosts form a tree of their own: their two leaves under one spine.
+//   - The host-less management leaf becomes no HyperNode (it was a "core" over both trees' spines).
+func TestTopographCaptureWithManagementFabric(t *testing.T) {
+	_, _, raw := topographCapture(t)
+	mgmt, err := os.ReadFile(filepath.Join(hypernodetest.FabricTestdata, "ibnetdiscover", "management-fabric.txt"))
+	require.NoError(t, err)
+	g, err := ibnetdiscover.Parse(strings.NewReader(string(raw) + "\n" + string(mgmt)))
+	require.NoError(t, err)
+	assert.Equal(t, fabric.Stats{Switches: 45, Hosts: 126, Links: 742 + 6 + 9}, g.Stats())
+
+	var names []string
+	for _, m := range dgxHost.FindAllStringSubmatch(string(raw), -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	mgmtHosts := []string{"mgmt-head-01", "mgmt-head-02", "ufm-01", "slurm-ctl-01"}
+	hns, err := hypernode.Build(ibnetdiscover.Source, g.Groups(fabric.NodeMatcher(hypernodetest.Nodes(nil, append(names, mgmtHosts...)...), "")), nil)
+	require.NoError(t, err)
+	mgmtTree := []string{
+		"2 spine spine-b83fd2030010a100: leaf-b83fd2030010a200 leaf-b83fd2030010a240",
+		"1 leaf leaf-b83fd2030010a200: mgmt-head-01 mgmt-head-02",
+		"1 leaf leaf-b83fd2030010a240: slurm-ctl-01 ufm-01",
+	}
+	var compute, management []string
+	for _, line := range strings.Split(strings.TrimSuffix(hypernodetest.Render(hns), "\n"), "\n") {
+		if strings.Contains(line, "b83fd2030010a") {
+			management = append(management, line)
+		} else {
+			compute = append(compute, line)
+		}
+	}
+	want, err := os.ReadFile(filepath.Join(hypernodetest.FabricTestdata, "expected", "topograph-example.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, string(want), strings.Join(compute, "\n")+"\n", "the compute tree is the capture's alone")
+	assert.Equal(t, mgmtTree, management, "the management hosts form a tree of their own; the host-less leaf is none")
+
+	// Without Nodes for the management hosts there is no management tree at all.
+	hns, err = hypernode.Build(ibnetdiscover.Source, g.Groups(fabric.NodeMatcher(hypernodetest.Nodes(nil, names...), "")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), hypernodetest.Render(hns))
 }

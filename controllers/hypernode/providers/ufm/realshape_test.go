@@ -85,3 +85,29 @@ func TestRealShapedResponses(t *testing.T) {
 	_, ok := fabric.NodeMatcher(byGUID, "example.com/hca")(g.Devices["host:mtlx859"])
 	assert.True(t, ok)
 }
+
+// A switch with no host below it (issue 38): a leaf switch whose hosts are not in UFM, cabled only
+// to the director, is tiered one above the director by its distance to the nearest leaf. It is no
+// core and becomes no HyperNode; the director stays the root with both leaves under it.
+func TestRealShapedHostlessSwitch(t *testing.T) {
+	var systems []ufm.System
+	var links []ufm.Link
+	require.NoError(t, json.Unmarshal([]byte(realShapeSystems), &systems))
+	require.NoError(t, json.Unmarshal([]byte(realShapeLinks), &links))
+	var extra []ufm.System
+	require.NoError(t, json.Unmarshal([]byte(`[{"guid":"506b4b03008546c0","system_guid":"506b4b03008546c0","system_name":"MF0;DC-SW218:MSB7800/U1","type":"switch","model":"MT_2630110032","description":"MT_2630110032"}]`), &extra))
+	var extraLinks []ufm.Link
+	require.NoError(t, json.Unmarshal([]byte(`[
+ {"source_guid":"0x506b4b03008546c0","source_port":"37","destination_guid":"0x7cfe900300f73d80","destination_port":"7"},
+ {"source_guid":"0x506b4b03008546c0","source_port":"38","destination_guid":"0x7cfe900300f73fc0","destination_port":"7"}]`), &extraLinks))
+	g, err := ufm.BuildGraph(append(systems, extra...), append(links, extraLinks...))
+	require.NoError(t, err)
+	assert.Equal(t, fabric.Stats{Switches: 5, Hosts: 3, Links: 8}, g.Stats())
+	nodes := hypernodetest.Nodes(nil, "mtlx859", "mtlzfs01", "mtlx860.example.com")
+	hns, err := hypernode.Build(ufm.Source, g.Groups(fabric.NodeMatcher(nodes, "")), nil)
+	require.NoError(t, err)
+	assert.Equal(t, `2 spine spine-248a07030077c3b0: leaf-506b4b0300854600 leaf-506b4b0300854680
+1 leaf leaf-506b4b0300854600: mtlx859
+1 leaf leaf-506b4b0300854680: mtlx860.example.com mtlzfs01
+`, hypernodetest.Render(hns))
+}
