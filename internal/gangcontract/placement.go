@@ -98,6 +98,17 @@ const (
 	SuggestHigherTier = "higher-tier"
 )
 
+// BestAllowed is the tier whose best domain is the scheduler's candidate: the lowest allowed tier
+// that has one; nil when none has.
+func (p *Placement) BestAllowed() *TierPlacement {
+	for i := range p.Tiers {
+		if p.Tiers[i].Allowed && p.Tiers[i].Best != "" {
+			return &p.Tiers[i]
+		}
+	}
+	return nil
+}
+
 // Encode writes p as the annotation's value.
 func (p *Placement) Encode() (string, error) {
 	b, err := json.Marshal(p)

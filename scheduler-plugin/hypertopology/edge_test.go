@@ -236,3 +236,36 @@ func TestRecorderThrottlesPerReason(t *testing.T) {
 	r.gang(&spec, nil, corev1.EventTypeWarning, ReasonGangWaiting, "waits")
 	assert.Len(t, rec.reasons(ReasonGangWaiting), 2, "forgotten with the PodGroup")
 }
+
+// PreFilter's GangWaiting (no domain has room) and PostFilter's (cannot preempt) alternate on every
+// attempt of every member pod; each message is still sent once per minute, not once per attempt
+// (issue 38: 8 identical Events in 0.5 s when the throttle kept only the last message per reason).
+func TestRecorderThrottlesAlternatingMessages(t *testing.T) {
+	rec := &captureRecorder{}
+	r := newRecorder(rec)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	spec := gang.SpecOf(pg("g", now, 8), nil)
+	for i := 0; i < 8; i++ {
+		r.gang(&spec, nil, corev1.EventTypeWarning, ReasonGangWaiting, "no tier-1 HyperNode has room")
+		r.gang(&spec, nil, corev1.EventTypeNormal, ReasonGangWaiting, "cannot preempt")
+	}
+	assert.Equal(t, []string{"no tier-1 HyperNode has room", "cannot preempt"}, rec.reasons(ReasonGangWaiting))
+
+	now = now.Add(repeatAfter - time.Second)
+	r.gang(&spec, nil, corev1.EventTypeNormal, ReasonGangWaiting, "cannot preempt")
+	assert.Len(t, rec.reasons(ReasonGangWaiting), 2, "within the minute")
+	now = now.Add(2 * time.Second)
+	r.gang(&spec, nil, corev1.EventTypeNormal, ReasonGangWaiting, "cannot preempt")
+	assert.Len(t, rec.reasons(ReasonGangWaiting), 3, "again after a minute")
+
+	// Messages that carry changing counts do not pile up: entries older than a minute are swept.
+	for i := 0; i < 100; i++ {
+		r.gang(&spec, nil, corev1.EventTypeNormal, ReasonGangWaiting, fmt.Sprintf("waits for %d preempted pod(s)", i))
+	}
+	now = now.Add(2 * repeatAfter)
+	r.gang(&spec, nil, corev1.EventTypeNormal, ReasonGangWaiting, "cannot preempt")
+	r.mu.Lock()
+	assert.Len(t, r.last, 1)
+	r.mu.Unlock()
+}

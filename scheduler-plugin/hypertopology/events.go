@@ -22,32 +22,31 @@ const (
 	ReasonGangPreempted   = gangcontract.ReasonGangPreempted
 )
 
-// recorder emits Events on PodGroups, at most one per gang and reason per message per minute: a
-// waiting gang is retried often and would otherwise flood the API server (and client-go's spam filter
-// would then drop the Events that matter). Keeping the last message per reason, not per gang, lets
-// two reasons that alternate on each attempt (GangPartlyBound, GangWaiting) each stay quiet.
+// recorder emits Events on PodGroups, at most one per gang, reason and message per minute: a
+// waiting gang is retried often (once per member pod, and PreFilter and PostFilter may each report
+// a different GangWaiting message on one attempt) and would otherwise flood the API server (and
+// client-go's spam filter would then drop the Events that matter). The throttle remembers every
+// message sent in the last minute, not only the last one per reason, so messages that alternate,
+// within one reason or across reasons, each stay quiet.
 type recorder struct {
-	rec    events.EventRecorder
-	logger klog.Logger
-	mu     sync.Mutex
-	last   map[recordKey]sent
-	now    func() time.Time
+	rec       events.EventRecorder
+	logger    klog.Logger
+	mu        sync.Mutex
+	last      map[recordKey]time.Time // when each gang, reason and message was last sent
+	lastSweep time.Time
+	now       func() time.Time
 }
 
 type recordKey struct {
 	gang   gang.Key
 	reason string
-}
-
-type sent struct {
-	msg string
-	at  time.Time
+	msg    string
 }
 
 const repeatAfter = time.Minute
 
 func newRecorder(rec events.EventRecorder) *recorder {
-	return &recorder{rec: rec, logger: klog.Background().WithValues("plugin", Name), last: map[recordKey]sent{}, now: time.Now}
+	return &recorder{rec: rec, logger: klog.Background().WithValues("plugin", Name), last: map[recordKey]time.Time{}, now: time.Now}
 }
 
 // podGroupRef builds the Event's subject from the key and UID (typed PodGroups from an informer carry
@@ -64,12 +63,13 @@ func (r *recorder) gang(spec *gang.Spec, related *corev1.Pod, eventType, reason,
 	}
 	r.mu.Lock()
 	now := r.now()
-	rk := recordKey{spec.Key, reason}
-	if l, ok := r.last[rk]; ok && l.msg == msg && now.Sub(l.at) < repeatAfter {
+	r.sweepLocked(now)
+	rk := recordKey{spec.Key, reason, msg}
+	if at, ok := r.last[rk]; ok && now.Sub(at) < repeatAfter {
 		r.mu.Unlock()
 		return
 	}
-	r.last[rk] = sent{msg: msg, at: now}
+	r.last[rk] = now
 	r.mu.Unlock()
 	// Every gang decision (GangScheduled, GangPartlyBound) and wait reason (GangWaiting,
 	// GangReleased) is an Event; logging it here, behind the same throttle, gives one log line per
@@ -83,6 +83,20 @@ func (r *recorder) gang(spec *gang.Spec, related *corev1.Pod, eventType, reason,
 		r.rec.Eventf(podGroupRef(spec), rel, eventType, reason, "Scheduling", "%s", msg)
 	} else {
 		r.rec.Eventf(podGroupRef(spec), nil, eventType, reason, "Scheduling", "%s", msg)
+	}
+}
+
+// sweepLocked drops, at most once per repeatAfter, the entries that no longer throttle anything, so
+// the map holds only the last minute's messages (messages carry counts that change).
+func (r *recorder) sweepLocked(now time.Time) {
+	if now.Sub(r.lastSweep) < repeatAfter {
+		return
+	}
+	r.lastSweep = now
+	for k, at := range r.last {
+		if now.Sub(at) >= repeatAfter {
+			delete(r.last, k)
+		}
 	}
 }
 

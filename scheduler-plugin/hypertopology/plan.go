@@ -47,9 +47,14 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 		domainChoices.Inc()
 		choice, limit, err := p.choose(t, pod, spec, members, nodes, nil)
 		if err != nil {
-			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s (%s) waits: %v", spec.Key, limit.Describe, err))
 			var u *domain.Unsatisfiable
-			if errors.As(err, &u) && u.Placement != nil {
+			if errors.As(err, &u) {
+				if note := noUsableNode(pod, nodes); note != "" {
+					u.Msg = note // names the taints instead of calling the pod too big
+				}
+			}
+			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s (%s) waits: %v", spec.Key, limit.Describe, err))
+			if u != nil && u.Placement != nil {
 				u.Placement.Limit, u.Placement.Message = limit.Describe, status.Message()
 				p.placements.publish(spec.Key, u.Placement)
 			}

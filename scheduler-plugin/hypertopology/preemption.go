@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
@@ -73,6 +76,30 @@ func (p *Plugin) victimsLeft(h *hold) int {
 		}
 	}
 	return left
+}
+
+// otherVictimsLeft reports whether deleted is a victim of gang key's preemption and other victims
+// of it are still there (the hint for assigned-pod deletes: requeue the gang at its last victim).
+func (p *Plugin) otherVictimsLeft(key gang.Key, deleted *corev1.Pod) bool {
+	h := p.res.holdOf(key, time.Now())
+	if h == nil {
+		return false
+	}
+	gone := deleted.Namespace + "/" + deleted.Name
+	if uid, ok := h.victims[gone]; !ok || uid != deleted.UID {
+		return false
+	}
+	for k, uid := range h.victims {
+		if k == gone {
+			continue
+		}
+		if obj, ok, err := p.pods.GetByKey(k); err == nil && ok {
+			if pod, ok := obj.(*corev1.Pod); ok && pod.UID == uid {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // preempt tries to clear one domain for the gang; it returns the status message and whether it
@@ -388,27 +415,55 @@ func (p *Plugin) evict(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, pr
 				fmt.Sprintf("all %d bound pod(s) of the gang are %s", len(u.Pods), msg))
 		}
 	}
-	cs := p.handle.ClientSet()
-	rec := p.handle.EventRecorder()
-	logger := klog.FromContext(ctx)
-	go func() {
-		for _, v := range victims {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: disruptionReason,
-				Message: "hyperbatch-scheduler: " + msg, LastTransitionTime: metav1.Now()}
-			patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
-			if _, err := cs.CoreV1().Pods(v.Namespace).Patch(ctx, v.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-				logger.Error(err, "Could not set the DisruptionTarget condition on a victim", "pod", klog.KObj(v), "gang", spec.Key)
-			}
-			uid := v.UID
-			if err := cs.CoreV1().Pods(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
-				logger.Error(err, "Could not delete a victim", "pod", klog.KObj(v), "gang", spec.Key)
-			} else if rec != nil {
-				rec.Eventf(v, pod, corev1.EventTypeNormal, reasonPreempted, "Preempting", "%s", msg)
-			}
-			cancel()
-		}
-	}()
+	logger := klog.FromContext(ctx).WithValues("gang", spec.Key)
+	go evictVictims(p.handle.ClientSet(), p.handle.EventRecorder(), logger, pod, msg, victims)
+}
+
+// evictionConcurrency bounds the victims one preemption evicts at once (each eviction is two API
+// calls: the DisruptionTarget condition, then the delete). DefaultPreemption also evicts a
+// candidate's victims in parallel (16 at a time); one at a time, 8 victims took about 8 s under
+// load and the preemptor waited for the last.
+const evictionConcurrency = 16
+
+// evictVictims marks and deletes the victims, evictionConcurrency at a time, and returns when every
+// eviction has been tried. Each victim gets the DisruptionTarget condition and is deleted with its
+// UID as precondition (a pod recreated under the same name is not touched), then a Preempted Event
+// naming the preemptor. Failures are logged; the hold's expiry bounds how long the gang waits for a
+// victim that could not be deleted.
+func evictVictims(cs kubernetes.Interface, rec events.EventRecorder, logger klog.Logger, preemptor *corev1.Pod, msg string, victims []*corev1.Pod) {
+	forEachBounded(victims, evictionConcurrency, func(v *corev1.Pod) { evictVictim(cs, rec, logger, preemptor, msg, v) })
+}
+
+// forEachBounded runs fn on every pod, at most limit at once, and returns when all have returned.
+func forEachBounded(pods []*corev1.Pod, limit int, fn func(*corev1.Pod)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for _, v := range pods {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(v)
+		}()
+	}
+	wg.Wait()
+}
+
+func evictVictim(cs kubernetes.Interface, rec events.EventRecorder, logger klog.Logger, preemptor *corev1.Pod, msg string, v *corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cond := corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: disruptionReason,
+		Message: "hyperbatch-scheduler: " + msg, LastTransitionTime: metav1.Now()}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if _, err := cs.CoreV1().Pods(v.Namespace).Patch(ctx, v.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		logger.Error(err, "Could not set the DisruptionTarget condition on a victim", "pod", klog.KObj(v))
+	}
+	uid := v.UID
+	if err := cs.CoreV1().Pods(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+		logger.Error(err, "Could not delete a victim", "pod", klog.KObj(v))
+	} else if rec != nil {
+		rec.Eventf(v, preemptor, corev1.EventTypeNormal, reasonPreempted, "Preempting", "%s", msg)
+	}
 }
 
 func tierLabel(r *preempt.Result) string {

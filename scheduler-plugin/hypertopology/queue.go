@@ -121,6 +121,11 @@ func (p *Plugin) hintPodDelete(_ klog.Logger, pod *corev1.Pod, oldObj, _ interfa
 	if deleted.Spec.NodeName == "" {
 		return fwk.QueueSkip, nil // an unscheduled pod frees nothing
 	}
+	// A gang waiting for its preemption's victims to leave is requeued once, when the last one goes:
+	// an attempt while some remain cannot place it and only lengthens its backoff.
+	if p.otherVictimsLeft(key, deleted) {
+		return fwk.QueueSkip, nil
+	}
 	// A gang releasing its own reservations (the scheduler reports a forgotten assumed pod as an
 	// assigned-pod delete) does not help itself. A real deletion of one of its bound pods does: a
 	// replacement pod may now complete the gang.

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
@@ -95,5 +98,25 @@ func TestManagerKeepsPolicyStatus(t *testing.T) {
 			return false, err
 		}
 		return p.Status.ObservedGeneration == p.Generation && p.Status.MatchingNamespaces == 1, nil
+	})
+}
+
+// The local cluster's kube-controller-manager runs the disruption controller: a PodDisruptionBudget
+// gets a status (observedGeneration, disruptionsAllowed), which gang preemption reads (issue 38:
+// without it every budget allowed nothing and blocked every eviction it selected).
+func TestPodDisruptionBudgetGetsStatus(t *testing.T) {
+	ns := primary.Namespace(t)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "budget", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{
+		MinAvailable: ptr.To(intstr.FromInt32(0)),
+		Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "budgeted"}},
+	}}
+	if err := c.Create(context.Background(), pdb); err != nil {
+		t.Fatalf("create PodDisruptionBudget: %v", err)
+	}
+	e2efw.Poll(t, 60*time.Second, "the disruption controller to write the budget's status", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+			return false, err
+		}
+		return pdb.Status.ObservedGeneration == pdb.Generation, nil
 	})
 }

@@ -68,6 +68,10 @@ conflict or a policy not Ready; a gang that is not placed).`,
   kubectl hyperbatch why ml/train -o json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// An unknown command is a usage error (exit 2) like a wrong argument count; alone, the
+		// command prints its help.
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitcode.Usagef("%v", err) })
 	flags := cmd.PersistentFlags()

@@ -30,7 +30,7 @@ condition that is not True, with its reason.
 Exits 4 when there is a conflict or a policy that is not Ready.`,
 		Example: `  kubectl hyperbatch policies
   kubectl hyperbatch policies -o yaml`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, _, err := o.load(cmd.Context(), "", snapshot.Policies, snapshot.Namespaces)
 			if err != nil {
@@ -55,7 +55,7 @@ now, the Warning Events about it, and for a HyperJob its children: demand, queue
 		Example: `  kubectl hyperbatch explain pod/demo
   kubectl hyperbatch explain vcjob/train -n ml
   kubectl hyperbatch explain hyperjob/big -n ml -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kind, name, ok := strings.Cut(args[0], "/")
 			if !ok || kind == "" || name == "" {
@@ -102,7 +102,7 @@ of the unfinished pods bound there), and the gangs whose pods it is the lowest H
 reported as its best candidate.`,
 		Example: `  kubectl hyperbatch topology
   kubectl hyperbatch topology --gang ml/train --svg topology.svg`,
-		Args: cobra.NoArgs,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := topology.Options{}
 			if gang != "" {
@@ -135,6 +135,17 @@ reported as its best candidate.`,
 	cmd.Flags().StringVar(&svg, "svg", "", "Also write the tree as an SVG picture to this file.")
 	cmd.Flags().StringVar(&gang, "gang", "", "Mark where this gang (PodGroup NAMESPACE/NAME, or NAME in -n's namespace) sits or would fit.")
 	return cmd
+}
+
+// usageArgs makes an argument-count error a usage error (exit 2, docs/cli.md), with the command's
+// usage line to say what it takes.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return exitcode.Usagef("%v; usage: %s", err, cmd.UseLine())
+		}
+		return nil
+	}
 }
 
 // gangKey is "namespace/name" of a gang argument: NAMESPACE/NAME, or NAME in -n's namespace.
@@ -172,7 +183,7 @@ GANG is NAME or pg/NAME (a PodGroup), vcjob/NAME, jobset/NAME or pod/NAME, in -n
 Exits 4 while the gang is not placed.`,
 		Example: `  kubectl hyperbatch why vcjob/train -n ml
   kubectl hyperbatch why pg/train-6d1c -n ml -o json`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := o.namespace()
 			if err != nil {

@@ -2,8 +2,11 @@
 // it (scheduler-plugin/topology's own cache, fed the cluster's HyperNodes and Nodes), with per
 // domain its nodes, allocatable and free accelerators and CPU, the gangs placed inside and the
 // discovery source that owns it; as a terminal tree or an SVG picture (internal/placementsvg, the
-// look of bench/results/placement-*.svg). --gang highlights where a gang sits or, for a gang that
-// waits, the domain the scheduler reported as the best candidate.
+// look of bench/results/placement-*.svg). Free capacity counts only the nodes the pods may use: a
+// node with a NoSchedule or NoExecute taint they do not tolerate (or cordoned) is not free for
+// them (for --gang, the gang's pods' tolerations; otherwise a pod without tolerations). --gang
+// highlights where a gang sits or, for a gang that waits, the domain the scheduler reported as its
+// best candidate (the hyperbatch.dev/placement annotation, what `why` shows).
 package topology
 
 import (
@@ -22,6 +25,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/internal/placementsvg"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -50,6 +54,12 @@ type Report struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Highlight is the --gang answer.
 	Highlight *Highlight `json:"highlight,omitempty"`
+	// TolerationsOf says whose tolerations decide which nodes are free: the --gang gang's pods, or
+	// "a pod without tolerations".
+	TolerationsOf string `json:"tolerationsOf"`
+	// Untolerated are the taints that keep those pods off nodes; such nodes count as allocatable,
+	// not free.
+	Untolerated []gangcontract.UntoleratedTaint `json:"untolerated,omitempty"`
 
 	nodes map[string]*nodeUse
 }
@@ -64,11 +74,14 @@ type Domain struct {
 	Source   string   `json:"source"`
 	Nodes    []string `json:"nodes"`
 	// Accelerators and CPU millicores: allocatable and free (allocatable less the requests of the
-	// pods bound there that have not finished).
+	// pods bound there that have not finished, on the nodes whose taints the pods tolerate).
 	AcceleratorsAllocatable int64 `json:"acceleratorsAllocatable"`
 	AcceleratorsFree        int64 `json:"acceleratorsFree"`
 	CPUAllocatableMilli     int64 `json:"cpuAllocatableMilli"`
 	CPUFreeMilli            int64 `json:"cpuFreeMilli"`
+	// UntoleratedNodes count the nodes whose taints (or cordon) keep the pods off: none of their
+	// capacity is free.
+	UntoleratedNodes int `json:"untoleratedNodes,omitempty"`
 	// Gangs are the gangs whose placed pods this is the lowest HyperNode holding.
 	Gangs     []string `json:"gangs"`
 	Highlight bool     `json:"highlight,omitempty"`
@@ -98,6 +111,8 @@ type Highlight struct {
 
 type nodeUse struct {
 	accAlloc, accFree, cpuAlloc, cpuFree int64
+	// untolerated: the pods may not use the node (taints, cordon).
+	untolerated bool
 	// cells are the accelerator cells by gang index, in the order pods were seen.
 	pods []cell
 }
@@ -114,9 +129,29 @@ func (r *Report) DeepCopyObject() runtime.Object { return output.DeepCopy(r) }
 type Options struct {
 	// Gang is "namespace/name" of a PodGroup to highlight; "" for none.
 	Gang string
-	// BestDomain, when the gang waits, is the domain the scheduler reported as its best candidate
-	// (from the why package); "" when unknown.
+	// BestDomain, when the gang waits, is the domain to mark as its best candidate; "" to take
+	// the scheduler's (the PodGroup's hyperbatch.dev/placement annotation).
 	BestDomain, BestNote string
+}
+
+// GangTolerations are the tolerations of a gang's pods: those of its first pod still to place (the
+// pods of one gang are usually replicas of one template), else of its first pod; ok is false when
+// the gang has no pod yet.
+func GangTolerations(s *snapshot.Snapshot, namespace, name string) ([]corev1.Toleration, bool) {
+	var first *corev1.Pod
+	for i := range s.Pods {
+		p := &s.Pods[i]
+		if p.Namespace != namespace || p.Annotations[GroupNameAnnotation] != name {
+			continue
+		}
+		if first == nil || podBefore(p, first) {
+			first = p
+		}
+	}
+	if first == nil {
+		return nil, false
+	}
+	return first.Spec.Tolerations, true
 }
 
 // GroupNameAnnotation is the pod annotation naming its PodGroup (Volcano's key).
@@ -127,12 +162,33 @@ func Build(s *snapshot.Snapshot, o Options) *Report {
 	r := &Report{TypeMeta: output.Meta(Kind), Accelerator: string(Accelerator), Domains: []Domain{}, Outside: []string{}, Gangs: []Gang{},
 		nodes: map[string]*nodeUse{}}
 	c := topology.NewCache()
+	r.TolerationsOf = "a pod without tolerations"
+	var tolerations []corev1.Toleration
+	if o.Gang != "" {
+		ns, name, _ := strings.Cut(o.Gang, "/")
+		if t, ok := GangTolerations(s, ns, name); ok {
+			tolerations, r.TolerationsOf = t, "the pods of "+o.Gang
+		} else {
+			r.TolerationsOf = "a pod without tolerations (" + o.Gang + " has no pods yet)"
+		}
+	}
+	nodePtrs := make([]*corev1.Node, len(s.Nodes))
+	for i := range s.Nodes {
+		nodePtrs[i] = &s.Nodes[i]
+	}
+	r.Untolerated = gangcontract.UntoleratedTaints(nodePtrs, tolerations, false)
+	untolerated := map[string]bool{}
+	for _, u := range r.Untolerated {
+		for _, n := range u.Nodes {
+			untolerated[n] = true
+		}
+	}
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
 		c.AddOrUpdateNode(n)
 		a := n.Status.Allocatable[Accelerator]
 		cpu := n.Status.Allocatable[corev1.ResourceCPU]
-		r.nodes[n.Name] = &nodeUse{accAlloc: a.Value(), accFree: a.Value(), cpuAlloc: cpu.MilliValue(), cpuFree: cpu.MilliValue()}
+		r.nodes[n.Name] = &nodeUse{accAlloc: a.Value(), accFree: a.Value(), cpuAlloc: cpu.MilliValue(), cpuFree: cpu.MilliValue(), untolerated: untolerated[n.Name]}
 	}
 	sources := map[string]string{}
 	for i := range s.HyperNodes {
@@ -210,8 +266,12 @@ func Build(s *snapshot.Snapshot, o Options) *Report {
 			for _, n := range d.Nodes {
 				if u := r.nodes[n]; u != nil {
 					d.AcceleratorsAllocatable += u.accAlloc
-					d.AcceleratorsFree += u.accFree
 					d.CPUAllocatableMilli += u.cpuAlloc
+					if u.untolerated {
+						d.UntoleratedNodes++
+						continue
+					}
+					d.AcceleratorsFree += u.accFree
 					d.CPUFreeMilli += u.cpuFree
 				}
 			}
@@ -235,9 +295,48 @@ func Build(s *snapshot.Snapshot, o Options) *Report {
 		sort.Strings(r.Outside)
 	})
 	if o.Gang != "" {
+		if o.BestDomain == "" {
+			o.BestDomain, o.BestNote = SchedulerCandidate(s, o.Gang)
+		}
 		r.highlight(o)
 	}
 	return r
+}
+
+// podBefore orders a gang's pods for GangTolerations: unbound pods first, then by name.
+func podBefore(a, b *corev1.Pod) bool {
+	if (a.Spec.NodeName == "") != (b.Spec.NodeName == "") {
+		return a.Spec.NodeName == ""
+	}
+	return a.Name < b.Name
+}
+
+// SchedulerCandidate is the domain hyperbatch-scheduler reported as the best candidate of a waiting
+// gang (the best domain of the lowest allowed tier in its hyperbatch.dev/placement annotation), with
+// a note in numbers; "" when it has reported none.
+func SchedulerCandidate(s *snapshot.Snapshot, gang string) (string, string) {
+	ns, name, _ := strings.Cut(gang, "/")
+	pg := s.PodGroup(ns, name)
+	if pg == nil {
+		return "", ""
+	}
+	v, ok := pg.Annotations[gangcontract.PlacementAnnotation]
+	if !ok {
+		return "", ""
+	}
+	p, err := gangcontract.ParsePlacement(v)
+	if err != nil {
+		return "", "the scheduler's placement annotation cannot be read: " + err.Error()
+	}
+	t := p.BestAllowed()
+	if t == nil {
+		return "", ""
+	}
+	note := fmt.Sprintf("not placed; the scheduler's best candidate (tier %d, at %s): room for %d of the %d pods still to place", t.Tier, p.Time, t.BestRoom, p.Need.Pods)
+	if t.Binding != "" {
+		note += ", bound by " + t.Binding
+	}
+	return t.Best, note
 }
 
 func key(pg *schedulingv1beta1.PodGroup) string { return pg.Namespace + "/" + pg.Name }
@@ -296,6 +395,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Domains) > 0 {
 		if err := output.Tab(w, rows); err != nil {
 			return err
+		}
+	}
+	if len(r.Untolerated) > 0 {
+		pw.Printf("\nNot counted as free: nodes with taints %s do not tolerate:\n", r.TolerationsOf)
+		for _, u := range r.Untolerated {
+			pw.Printf("  %s on %d node(s): %s; to admit them, %s\n", u, len(u.Nodes), output.List(u.Nodes), u.Remedy())
 		}
 	}
 	if len(r.Outside) > 0 {
@@ -456,6 +561,9 @@ func (r *Report) Picture() placementsvg.Picture {
 
 func (r *Report) freeAcc() (n int64) {
 	for _, u := range r.nodes {
+		if u.untolerated {
+			continue
+		}
 		n += u.accFree
 	}
 	return n

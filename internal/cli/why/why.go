@@ -62,6 +62,13 @@ type Report struct {
 	// InTheWay are the gangs placed in the best allowed domain of the lowest tier, with their
 	// deadlines where one is known.
 	InTheWay []Holder `json:"inTheWay,omitempty"`
+	// Taints are the NoSchedule and NoExecute taints (and cordons) on nodes of TaintsIn that the
+	// gang's pods do not tolerate, each with its nodes; TaintsIn is the scheduler's best domain of
+	// the lowest allowed tier, or the cluster when it has reported none, and TaintsInNodes its
+	// number of nodes.
+	Taints        []gangcontract.UntoleratedTaint `json:"taints,omitempty"`
+	TaintsIn      string                          `json:"taintsIn,omitempty"`
+	TaintsInNodes int                             `json:"taintsInNodes,omitempty"`
 	// Changes are the smallest changes that would let the gang go on, in words.
 	Changes []string `json:"changes"`
 }
@@ -192,8 +199,73 @@ func Build(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, owner string, n
 	if r.Placement != nil {
 		r.InTheWay = inTheWay(r.Placement, topo, key, deadlines)
 	}
+	if !r.Scheduled {
+		noteTaints(r, s, pg, topo)
+	}
 	r.Changes = changes(r, now)
 	return r
+}
+
+// noteTaints fills the taints that keep the gang's pods off nodes of its best domain (the cluster
+// when the scheduler has reported none), matched against the tolerations of the gang's pods, or of
+// its Volcano Job's first task while it has no pods.
+func noteTaints(r *Report, s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, topo *topology.Report) {
+	tolerations, ok := topology.GangTolerations(s, pg.Namespace, pg.Name)
+	if !ok {
+		tolerations = vcjobTolerations(s, pg)
+	}
+	in, names := "the cluster", map[string]bool(nil)
+	if r.Placement != nil {
+		if t := r.Placement.BestAllowed(); t != nil {
+			for _, d := range topo.Domains {
+				if d.Name == t.Best {
+					in, names = t.Best, map[string]bool{}
+					for _, n := range d.Nodes {
+						names[n] = true
+					}
+				}
+			}
+		}
+	}
+	var nodes []*corev1.Node
+	for i := range s.Nodes {
+		if names == nil || names[s.Nodes[i].Name] {
+			nodes = append(nodes, &s.Nodes[i])
+		}
+	}
+	r.Taints = gangcontract.UntoleratedTaints(nodes, tolerations, false)
+	if len(r.Taints) > 0 {
+		r.TaintsIn, r.TaintsInNodes = in, len(nodes)
+	} else {
+		r.Taints = nil
+	}
+}
+
+// vcjobTolerations are the tolerations of the first task of the PodGroup's Volcano Job (nil when
+// it has none).
+func vcjobTolerations(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup) []corev1.Toleration {
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil || ref.Kind != "Job" {
+		return nil
+	}
+	for i := range s.VolcanoJobs {
+		j := &s.VolcanoJobs[i]
+		if j.Namespace == pg.Namespace && j.Name == ref.Name && len(j.Spec.Tasks) > 0 {
+			return j.Spec.Tasks[0].Template.Spec.Tolerations
+		}
+	}
+	return nil
+}
+
+// excludedNodes counts the nodes any of the taints keeps the pods off.
+func excludedNodes(taints []gangcontract.UntoleratedTaint) int {
+	seen := map[string]bool{}
+	for _, u := range taints {
+		for _, n := range u.Nodes {
+			seen[n] = true
+		}
+	}
+	return len(seen)
 }
 
 // podGroupConditions converts the PodGroup's conditions for apimeta.
@@ -402,6 +474,9 @@ func changes(r *Report, now time.Time) []string {
 			out = append(out, fmt.Sprintf("wait: %s runs in %s and ends by %s (%s, %s from now)", h.Gang, bestAllowed(p), h.EndsBy, h.DeadlineFrom, until(h.EndsBy, now)))
 		}
 	}
+	for _, u := range r.Taints {
+		out = append(out, fmt.Sprintf("tolerate %s (on %d of the %d nodes of %s): %s to the pods' spec.tolerations", u, len(u.Nodes), r.TaintsInNodes, r.TaintsIn, u.Remedy()))
+	}
 	if out == nil {
 		out = []string{}
 	}
@@ -516,6 +591,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 		pw.Printf("\nPlacement: %s\n", r.PlacementError)
 	} else if !r.Scheduled {
 		pw.Println("\nPlacement: hyperbatch-scheduler has not recorded numbers for this gang (it is not enqueued yet, has no networkTopology, or has not been tried).")
+	}
+	if len(r.Taints) > 0 {
+		pw.Printf("\nTaints keep the gang's pods off %d of the %d nodes of %s:\n", excludedNodes(r.Taints), r.TaintsInNodes, r.TaintsIn)
+		rows := [][]string{{"TAINT", "NODES", "TO ADMIT THE PODS"}}
+		for _, u := range r.Taints {
+			rows = append(rows, []string{u.String(), strconv.Itoa(len(u.Nodes)), u.Remedy()})
+		}
+		if err := output.Tab(w, rows); err != nil {
+			return err
+		}
 	}
 	if len(r.Changes) > 0 {
 		pw.Println("\nWhat would let it go on now:")

@@ -27,8 +27,11 @@ func (s Stage) Names() []string {
 
 // controllerManagerControllers are the controllers kube-controller-manager runs in a local cluster
 // (names as `kube-controller-manager --help` lists them in 1.36 and 1.37): enough for Jobs, namespace
-// deletion, ownerReference cleanup and service accounts.
+// deletion, ownerReference cleanup, service accounts and PodDisruptionBudget status (without the
+// disruption controller a budget's status.disruptionsAllowed stays 0, and gang preemption counts
+// every pod it selects as a violation).
 var controllerManagerControllers = []string{
+	"disruption-controller",
 	"garbage-collector-controller",
 	"job-controller",
 	"namespace-controller",
