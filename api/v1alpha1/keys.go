@@ -30,6 +30,11 @@ const (
 	// "<source>/<field>,<field>;<source>/<field>" (format in internal/defaults' package doc).
 	DefaultedByAnnotation = "hyperbatch.dev/defaulted-by"
 
+	// HyperNodeSourceLabel marks a HyperNode as written by the discovery source named in its value
+	// (controllers/hypernode). The key is Volcano's, which volcano.sh/apis does not export; it is
+	// here so that kubectl-hyperbatch reads it without importing the discovery controller.
+	HyperNodeSourceLabel = "volcano.sh/network-topology-source"
+
 	// GangAnnotation ("false") on a JobSet opts it out of the PodGroup the podgroup controller
 	// would give it; any other value is ignored.
 	GangAnnotation = "hyperbatch.dev/gang"

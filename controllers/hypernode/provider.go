@@ -8,11 +8,13 @@ package hypernode
 
 import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
 
 // SourceLabel marks a HyperNode as written by the discovery source named in its value. HyperNodes
 // without it (hand-made) or with another value are never touched. The key is Volcano's.
-const SourceLabel = "volcano.sh/network-topology-source"
+const SourceLabel = hbv1.HyperNodeSourceLabel
 
 // EventSource is the source component of discovery's Events (and the name of its logger).
 const EventSource = "hypernode-discovery"

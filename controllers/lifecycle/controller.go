@@ -3,12 +3,12 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +21,9 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 const (
@@ -118,18 +121,51 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	}
 }
 
-// SetupWithManager registers three controllers: HyperJobs (deadline, children's abort, TTL), JobSets
-// (deadline; native TTL counted) and Volcano Jobs (deadline; native TTL counted).
+// kindController is how this package serves one kind of the registry.
+type kindController struct {
+	// name suffixes ControllerName in the controller's name.
+	name string
+	// object is an empty object of the kind (the controller's For).
+	object func() client.Object
+	// reconcile is the kind's reconciler.
+	reconcile reconcileFunc
+	// needs are kinds that must be served too (a HyperJob's children are Volcano Jobs).
+	needs []defaults.Kind
+	// setup adds the kind's own watches and indexes.
+	setup func(mgr ctrl.Manager, b *builder.Builder) error
+}
+
+// kindControllers are the kinds this package serves, by registry kind. Every row of the kind
+// registry with a Lifecycle has one (SetupWithManager refuses to start otherwise, and
+// TestEveryLifecycleRowIsServed checks it).
+func (r *Reconciler) kindControllers() map[defaults.Kind]kindController {
+	return map[defaults.Kind]kindController{
+		defaults.KindVolcanoJob: {name: "vcjob", object: func() client.Object { return &batchv1alpha1.Job{} }, reconcile: r.reconcileVCJob},
+		defaults.KindJobSet:     {name: "jobset", object: func() client.Object { return &jobsetv1alpha2.JobSet{} }, reconcile: r.reconcileJobSet},
+		defaults.KindHyperJob: {name: "hyperjob", object: func() client.Object { return &trainingv1alpha1.HyperJob{} }, reconcile: r.reconcileHyperJob,
+			needs: []defaults.Kind{defaults.KindVolcanoJob}, setup: setupHyperJob},
+	}
+}
+
+// SetupWithManager registers one controller per row of the kind registry with a Lifecycle
+// (HyperJobs: deadline, children's abort, TTL; JobSets and Volcano Jobs: deadline, native TTL
+// counted).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	opts := controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}
 	// A kind whose CRD the cluster does not serve is left out (with a log line) rather than failing
 	// the whole manager: a cluster without JobSet still gets deadlines for Volcano Jobs and HyperJobs.
-	serves := func(gvk schema.GroupVersionKind) bool {
-		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			ctrl.Log.WithName(ControllerName).Info("kind not served; its lifecycle is not enforced", "kind", gvk.String(), "reason", err.Error())
-			return false
+	served := map[defaults.Kind]bool{}
+	serves := func(k defaults.Kind) bool {
+		if s, ok := served[k]; ok {
+			return s
 		}
-		return true
+		spec, _ := defaults.LookupKind(k)
+		_, err := mgr.GetRESTMapper().RESTMapping(spec.GVK.GroupKind(), spec.GVK.Version)
+		if err != nil {
+			ctrl.Log.WithName(ControllerName).Info("kind not served; its lifecycle is not enforced", "kind", spec.GVK.String(), "reason", err.Error())
+		}
+		served[k] = err == nil
+		return err == nil
 	}
 	if r.onPlane {
 		rb := workv1alpha2.SchemeGroupVersion.WithKind("ResourceBinding")
@@ -139,39 +175,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("looking up Karmada's ResourceBinding kind: %w", err)
 		}
 	}
-	// HyperJobs need Volcano Jobs (their children).
-	if serves(batchv1alpha1.SchemeGroupVersion.WithKind("Job")) {
-		if err := r.setupVolcano(mgr, opts, serves); err != nil {
-			return err
+	kinds := r.kindControllers()
+	for _, w := range workload.WithLifecycle() {
+		kc, ok := kinds[w.Kind]
+		if !ok {
+			return fmt.Errorf("%s: the kind registry (internal/workload) gives %s a lifecycle, but this controller has no reconciler for it", ControllerName, w.Kind)
 		}
-	}
-	if !serves(jobsetv1alpha2.GroupVersion.WithKind("JobSet")) {
-		return nil
-	}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName+"-jobset").
-		For(&jobsetv1alpha2.JobSet{}, builder.WithPredicates(hasLifecycle)).
-		Watches(&jobsetv1alpha2.JobSet{}, r.nativeTTLDeletions(KindJobSet)).
-		WithOptions(opts).
-		Complete(reconcileFunc(r.reconcileJobSet)); err != nil {
-		return fmt.Errorf("setting up the JobSet lifecycle controller: %w", err)
+		if !serves(w.Kind) || slices.ContainsFunc(kc.needs, func(k defaults.Kind) bool { return !serves(k) }) {
+			continue
+		}
+		b := ctrl.NewControllerManagedBy(mgr).
+			Named(ControllerName+"-"+kc.name).
+			For(kc.object(), builder.WithPredicates(hasLifecycle)).
+			WithOptions(opts)
+		if w.Lifecycle.TTL == workload.InNativeField {
+			b = b.Watches(kc.object(), r.nativeTTLDeletions(string(w.Kind)))
+		}
+		if kc.setup != nil {
+			if err := kc.setup(mgr, b); err != nil {
+				return err
+			}
+		}
+		if err := b.Complete(kc.reconcile); err != nil {
+			return fmt.Errorf("setting up the %s lifecycle controller: %w", w.Title, err)
+		}
 	}
 	return nil
 }
 
-// setupVolcano registers the Volcano Job controller and, when HyperJobs are served, the HyperJob one.
-func (r *Reconciler) setupVolcano(mgr ctrl.Manager, opts controller.Options, serves func(schema.GroupVersionKind) bool) error {
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName+"-vcjob").
-		For(&batchv1alpha1.Job{}, builder.WithPredicates(hasLifecycle)).
-		Watches(&batchv1alpha1.Job{}, r.nativeTTLDeletions(KindVCJob)).
-		WithOptions(opts).
-		Complete(reconcileFunc(r.reconcileVCJob)); err != nil {
-		return fmt.Errorf("setting up the Volcano Job lifecycle controller: %w", err)
-	}
-	if !serves(trainingv1alpha1.SchemeGroupVersion.WithKind("HyperJob")) {
-		return nil
-	}
+// setupHyperJob indexes Volcano Jobs by their controlling HyperJob and watches them: a child's
+// changes matter only once its HyperJob failed for its deadline (abort until aborted).
+func setupHyperJob(mgr ctrl.Manager, b *builder.Builder) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &batchv1alpha1.Job{}, childIndex, func(o client.Object) []string {
 		ref := metav1.GetControllerOf(o)
 		if ref == nil || ref.Kind != "HyperJob" || ref.APIVersion != trainingv1alpha1.SchemeGroupVersion.String() {
@@ -181,15 +215,7 @@ func (r *Reconciler) setupVolcano(mgr ctrl.Manager, opts controller.Options, ser
 	}); err != nil {
 		return fmt.Errorf("indexing Volcano Jobs by controlling HyperJob: %w", err)
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName+"-hyperjob").
-		For(&trainingv1alpha1.HyperJob{}, builder.WithPredicates(hasLifecycle)).
-		// A child's changes matter only once its HyperJob failed for its deadline (abort until aborted).
-		Owns(&batchv1alpha1.Job{}).
-		WithOptions(opts).
-		Complete(reconcileFunc(r.reconcileHyperJob)); err != nil {
-		return fmt.Errorf("setting up the HyperJob lifecycle controller: %w", err)
-	}
+	b.Owns(&batchv1alpha1.Job{})
 	return nil
 }
 
@@ -254,17 +280,11 @@ func (r *Reconciler) nativeTTLDeletions(kind string) handler.EventHandler {
 }
 
 func (r *Reconciler) countNativeTTL(kind string, obj client.Object, at time.Time) {
-	var ttl *int32
-	var finishedAt *time.Time
-	switch o := obj.(type) {
-	case *jobsetv1alpha2.JobSet:
-		ttl, finishedAt = o.Spec.TTLSecondsAfterFinished, JobSetFinishedAt(o)
-	case *batchv1alpha1.Job:
-		ttl = o.Spec.TTLSecondsAfterFinished
-		finishedAt, _ = VCJobFinished(o)
-	default:
+	w, ok := workload.Lookup(defaults.Kind(kind))
+	if !ok || w.Lifecycle == nil || w.Lifecycle.NativeTTL == nil {
 		return
 	}
+	ttl, finishedAt := w.Lifecycle.NativeTTL(obj), w.Lifecycle.FinishedAt(obj)
 	if ttl == nil || finishedAt == nil {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/hyperjobstatus"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // reconcileHyperJob enforces a HyperJob's deadline (Failed/DeadlineExceeded, then every child
@@ -39,7 +40,7 @@ func (r *Reconciler) reconcileHyperJob(ctx context.Context, req ctrl.Request) (c
 	if deadline, has, err := ActiveDeadline(&hj); err != nil {
 		r.recorder.Event(&hj, corev1.EventTypeWarning, ReasonInvalidLifecycleAnnotation, err.Error())
 	} else if has {
-		if start := HyperJobStart(&hj); start != nil {
+		if start := workload.HyperJobStart(&hj); start != nil {
 			due := start.Add(deadline)
 			if now.Before(due) {
 				res.at(now, due)
@@ -70,7 +71,7 @@ func (r *Reconciler) reconcileHyperJob(ctx context.Context, req ctrl.Request) (c
 	if ttl, has, err := TTLAfterFinished(&hj); err != nil {
 		r.recorder.Event(&hj, corev1.EventTypeWarning, ReasonInvalidLifecycleAnnotation, err.Error())
 	} else if has {
-		if fin := HyperJobFinishedAt(&hj); fin != nil {
+		if fin := workload.HyperJobFinishedAt(&hj); fin != nil {
 			due := fin.Add(ttl)
 			if now.Before(due) {
 				res.at(now, due)

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // reconcileJobSet enforces a JobSet's deadline.
@@ -38,7 +40,7 @@ func (r *Reconciler) reconcileJobSet(ctx context.Context, req ctrl.Request) (ctr
 		// Decided earlier (maybe before a restart): finish the follow-up steps.
 		return ctrl.Result{}, r.afterJobSetDeadline(ctx, &js)
 	}
-	start := JobSetStart(&js)
+	start := workload.JobSetStart(&js)
 	if start == nil {
 		return ctrl.Result{}, nil
 	}

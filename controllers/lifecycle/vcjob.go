@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	busv1alpha1 "volcano.sh/apis/pkg/apis/bus/v1alpha1"
+
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // reconcileVCJob enforces a Volcano Job's deadline: once it has run (outside Aborting/Aborted, the
@@ -30,7 +32,7 @@ func (r *Reconciler) reconcileVCJob(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	now := r.now()
 	var res result
-	start := VCJobStart(&j)
+	start := workload.VCJobStart(&j)
 	if start == nil {
 		return ctrl.Result{}, nil // suspended or ending: no clock runs
 	}
@@ -111,7 +113,7 @@ const (
 // a decision without its Command, runs steps 2-3 where the job runs (Volcano's retention keeps that
 // update acceptable: internal/karmadainterpreter).
 func (r *Reconciler) abortVCJob(ctx context.Context, j *batchv1alpha1.Job, kind, action string, due time.Time, msg string) (abortState, error) {
-	start := VCJobStart(j)
+	start := workload.VCJobStart(j)
 	if start == nil || j.DeletionTimestamp != nil {
 		return abortNothing, nil
 	}

@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/policyinputs"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // FieldOwner is the server-side apply field manager of every PodGroup this controller writes.
@@ -64,6 +66,22 @@ const (
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
+// Serves are the kinds whose PodGroup this controller makes.
+var Serves = []defaults.Kind{defaults.KindJobSet}
+
+// CheckRegistry fails when the kind registry (internal/workload) says hyperbatch makes the PodGroup
+// of a kind this controller does not serve, or the other way round.
+func CheckRegistry() error {
+	var claimed []defaults.Kind
+	for _, w := range workload.Gangs(workload.MadeByHyperbatch) {
+		claimed = append(claimed, w.Kind)
+	}
+	if !slices.Equal(claimed, Serves) {
+		return fmt.Errorf("%s: the kind registry says hyperbatch makes the PodGroups of %v, but this controller serves %v", ControllerName, claimed, Serves)
+	}
+	return nil
+}
+
 // Reconciler keeps one PodGroup per gang JobSet.
 type Reconciler struct {
 	client client.Client
@@ -101,6 +119,9 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 // minResources (see keepPrice), so LimitRange and RuntimeClass changes only reach gangs that have not
 // started.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := CheckRegistry(); err != nil {
+		return err
+	}
 	registerMetrics()
 	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}

@@ -14,6 +14,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // DefaultQueue is Volcano's default queue, the PodGroup CRD's default for spec.queue.
@@ -31,23 +32,12 @@ func IsGang(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Pol
 	return defaults.JobSetIsGang(js, ns, pols)
 }
 
-// Finished says whether the JobSet ended Completed or Failed (status.terminalState, or a true
-// Completed/Failed condition).
-func Finished(js *jobsetv1alpha2.JobSet) bool {
-	switch js.Status.TerminalState {
-	case string(jobsetv1alpha2.JobSetCompleted), string(jobsetv1alpha2.JobSetFailed):
-		return true
-	}
-	for _, c := range js.Status.Conditions {
-		if (c.Type == string(jobsetv1alpha2.JobSetCompleted) || c.Type == string(jobsetv1alpha2.JobSetFailed)) && c.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
-}
+// Finished says whether the JobSet ended Completed or Failed (the kind registry's
+// workload.JobSetFinished: status.terminalState, or a true Completed/Failed condition).
+func Finished(js *jobsetv1alpha2.JobSet) bool { return workload.JobSetFinished(js) }
 
-// Suspended says whether spec.suspend is true.
-func Suspended(js *jobsetv1alpha2.JobSet) bool { return ptr.Deref(js.Spec.Suspend, false) }
+// Suspended says whether spec.suspend is true (the kind registry's workload.JobSetSuspended).
+func Suspended(js *jobsetv1alpha2.JobSet) bool { return workload.JobSetSuspended(js) }
 
 // Desired builds the PodGroup the JobSet should have: the fields this controller owns and nothing
 // else (it is an apply configuration, not a full object). The JobSet's own keys come first: its

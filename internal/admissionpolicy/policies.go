@@ -12,6 +12,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 type variable struct{ name, expression string }
@@ -29,16 +30,12 @@ type Program struct {
 	checks, warnings       []validation
 }
 
-// Programs are the kinds the admission policies cover, in kind-table order. Every other kind keeps
-// its webhook (Uncovered says why).
-func Programs() []Program {
-	var out []Program
-	for _, spec := range defaults.Kinds() {
-		if spec.Kind != defaults.KindPod {
-			continue
-		}
-		out = append(out, Program{
-			Kind:       spec.Kind,
+// programs builds the policies of each kind whose registry row says the admission policies cover
+// it (workload.Admission.PolicyCovered); TestEveryCoveredKindHasAProgram checks there is one.
+var programs = map[defaults.Kind]func() Program{
+	defaults.KindPod: func() Program {
+		return Program{
+			Kind:       defaults.KindPod,
 			createVars: podCreateVariables(),
 			updateVars: append(podPredicates("object", "new"), podPredicates("oldObject", "old")...),
 			create:     podCreatePatch(),
@@ -47,20 +44,36 @@ func Programs() []Program {
 			checks:     podChecks(),
 			warnVars:   podWarningVariables(),
 			warnings:   podWarnings(),
-		})
+		}
+	},
+}
+
+// Programs are the kinds the admission policies cover, in registry order. Every other kind keeps
+// its webhook (Uncovered says why).
+func Programs() []Program {
+	var out []Program
+	for _, w := range workload.All() {
+		if !w.Admission.PolicyCovered() {
+			continue
+		}
+		if p, ok := programs[w.Kind]; ok {
+			out = append(out, p())
+		}
 	}
 	return out
 }
 
-// Uncovered are the kinds of the kind table that keep their webhook in policy mode, with the reason.
-var Uncovered = map[defaults.Kind]string{
-	defaults.KindVolcanoJob:        "its defaults depend on each task's pod template and on Volcano's own webhook's queue default, and its carry-over matches tasks by name; not yet generated",
-	defaults.KindPodGroup:          "a PodGroup of a Volcano Job follows the Job, which the webhook reads from the cluster at admission: CEL cannot read another object",
-	defaults.KindJobSet:            "its defaults copy the queue into every replicated Job's pod template and derive the PodGroup's name and gang from the JobSet; not yet generated",
-	defaults.KindHyperJob:          "its defaults follow the replicated Volcano Jobs' templates; not yet generated",
-	defaults.KindPropagationPolicy: "admitted by the Karmada control plane's apiserver, which runs hyperbatch's webhooks",
-	defaults.KindWorkloadPolicy:    "its checks parse label selectors and compare with every other policy (validation only)",
-}
+// Uncovered are the kinds of the registry that keep their webhook in policy mode, with the reason
+// (workload.Admission.Uncovered).
+var Uncovered = func() map[defaults.Kind]string {
+	out := map[defaults.Kind]string{}
+	for _, w := range workload.All() {
+		if !w.Admission.PolicyCovered() {
+			out[w.Kind] = w.Admission.Uncovered
+		}
+	}
+	return out
+}()
 
 // Options say where the policies apply.
 type Options struct {

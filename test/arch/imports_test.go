@@ -50,18 +50,19 @@ var rules = []struct {
 	{"internal/scheme", []string{"api/v1alpha1"}},
 	{"internal/enqueue", []string{"api/v1alpha1"}},
 	{"internal/policyinputs", []string{"api/v1alpha1", "internal/defaults"}},
-	{"internal/admissionpolicy", []string{"api/v1alpha1", "internal/defaults"}},
+	{"internal/workload", []string{"api/v1alpha1", "internal/defaults", "internal/hyperjobstatus"}},
+	{"internal/admissionpolicy", []string{"api/v1alpha1", "internal/defaults", "internal/workload"}},
 	{"internal/placementsvg", nil},
 	{"internal/karmadainterpreter", nil},
-	// kubectl-hyperbatch reads the engine, the scheduler's topology cache and the discovery source
-	// label; it never imports a controller's logic or the webhook.
-	{"internal/cli/", []string{"api/v1alpha1", "internal/cli/", "internal/defaults", "internal/scheme", "internal/placementsvg",
-		"internal/gangcontract", "scheduler-plugin/topology", "controllers/hypernode", "controllers/lifecycle"}},
+	// kubectl-hyperbatch reads the engine, the kind registry and the scheduler's topology cache; it
+	// never imports a controller or the webhook.
+	{"internal/cli/", []string{"api/v1alpha1", "internal/cli/", "internal/defaults", "internal/workload", "internal/scheme", "internal/placementsvg",
+		"internal/gangcontract", "scheduler-plugin/topology"}},
 	{"webhook", []string{"api/v1alpha1", "internal/", "webhook"}},
-	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract", "internal/admissionpolicy"}},
+	{"controllers/", []string{"api/v1alpha1", "internal/defaults", "internal/naming", "internal/hyperjobstatus", "internal/enqueue", "internal/scheme", "internal/policyinputs", "internal/autosplit", "internal/gangcontract", "internal/admissionpolicy", "internal/workload"}},
 	// HyperNode discovery: the framework, its config and fabric packages and the providers import
-	// one another, never another controller.
-	{"controllers/hypernode", []string{"controllers/hypernode"}},
+	// one another (and the source label's key in api/v1alpha1), never another controller.
+	{"controllers/hypernode", []string{"controllers/hypernode", "api/v1alpha1"}},
 	{"certs", nil},
 	// The scheduler shares only the gang order and PodGroup reasons with the manager.
 	{"scheduler-plugin/", []string{"scheduler-plugin/", "internal/gangcontract"}},

@@ -24,6 +24,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // Kind is the report's kind in its JSON and YAML forms.
@@ -113,44 +114,28 @@ type Child struct {
 func (r *Report) DeepCopyObject() runtime.Object { return output.DeepCopy(r) }
 
 // LookupKind resolves what a user types for a kind (pod, vcjob, jobs.batch.volcano.sh, PodGroup,
-// pg, jobset, hyperjob, pp ...) to its row of the engine's kind table.
+// pg, jobset, hyperjob, pp ...: the registry's workload.Names) to its row of the engine's kind
+// table; only the kinds whose registry row says CLI.Explain are explained.
 func LookupKind(name string) (defaults.KindSpec, error) {
 	n := strings.ToLower(name)
-	aliases := map[string]defaults.Kind{
-		"po": defaults.KindPod, "vcjob": defaults.KindVolcanoJob, "vj": defaults.KindVolcanoJob,
-		"pg": defaults.KindPodGroup, "podgroup-v1beta1": defaults.KindPodGroup, "js": defaults.KindJobSet,
-		"hj": defaults.KindHyperJob, "pp": defaults.KindPropagationPolicy,
+	var valid, short []string
+	for _, w := range workload.All() {
+		if w.CLI.Explain {
+			valid = append(valid, string(w.Kind))
+			short = append(short, w.CLI.Name)
+		}
 	}
-	var valid []string
-	ambiguous := n == "job" || n == "jobs"
-	for _, k := range defaults.Kinds() {
-		if k.Kind == defaults.KindWorkloadPolicy {
-			continue
-		}
-		valid = append(valid, string(k.Kind))
-		if ambiguous {
-			continue
-		}
-		names := []string{strings.ToLower(string(k.Kind)), k.Resource, strings.TrimSuffix(k.Resource, "s"),
-			k.Resource + "." + k.GVK.Group, strings.ToLower(k.GVK.Kind) + "." + k.GVK.Group}
-		if k.GVK.Group == "" {
-			names = append(names, strings.ToLower(k.GVK.Kind))
-		}
-		for _, a := range names {
-			if a == n {
-				return k, nil
-			}
-		}
-		if aliases[n] == k.Kind {
-			return k, nil
+	if w, ok := workload.ByName(n); ok && w.CLI.Explain {
+		if spec, ok := defaults.LookupKind(w.Kind); ok {
+			return spec, nil
 		}
 	}
 	hint := ""
-	if ambiguous {
+	if n == "job" || n == "jobs" {
 		hint = " (a Volcano Job is vcjob; Kubernetes Jobs are not admitted by hyperbatch)"
 	}
-	return defaults.KindSpec{}, exitcode.Usagef("kind %q is not one hyperbatch explains%s; use one of %s (or pod, vcjob, pg, jobset, hyperjob, pp)",
-		name, hint, strings.Join(valid, ", "))
+	return defaults.KindSpec{}, exitcode.Usagef("kind %q is not one hyperbatch explains%s; use one of %s (or %s)",
+		name, hint, strings.Join(valid, ", "), strings.Join(short, ", "))
 }
 
 // Build explains obj (of kind spec) from the snapshot: Policies, Namespaces, Events and, for a

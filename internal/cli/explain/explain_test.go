@@ -12,6 +12,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // find returns the recorded object of kind k named namespace/name.
@@ -118,6 +119,12 @@ func TestLookupKind(t *testing.T) {
 		k, err := explain.LookupKind(in)
 		if assert.NoError(t, err, in) {
 			assert.Equal(t, want, k.Kind, in)
+		}
+	}
+	for _, w := range workload.All() {
+		k, err := explain.LookupKind(w.CLI.Name)
+		if w.CLI.Explain && assert.NoError(t, err, w.Kind) {
+			assert.Equal(t, w.Kind, k.Kind)
 		}
 	}
 	_, err := explain.LookupKind("job")

@@ -22,7 +22,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/hyperbatch/hyperbatch/controllers/hypernode"
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
@@ -194,7 +194,7 @@ func Build(s *snapshot.Snapshot, o Options) *Report {
 	for i := range s.HyperNodes {
 		hn := &s.HyperNodes[i]
 		c.AddOrUpdateHyperNode(hn)
-		src := hn.Labels[hypernode.SourceLabel]
+		src := hn.Labels[hbv1.HyperNodeSourceLabel]
 		if src == "" {
 			src = NoSource
 		}

@@ -4,7 +4,7 @@
 // reservations; the placement side is hyperbatch-scheduler's hyperbatch.dev/placement annotation
 // (gangcontract.Placement: per tier the best domain, its free capacity against the need and the
 // binding constraint, and the smallest changes). Deadlines of the gangs in the way are the
-// lifecycle controller's (controllers/lifecycle.VCJobStart and the active-deadline annotation) or
+// lifecycle controller's (the registry's clock, workload.VCJobStart, and the active-deadline annotation) or
 // the pods' own activeDeadlineSeconds. Nothing here decides again.
 package why
 
@@ -25,12 +25,13 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/internal/cli/exitcode"
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/cli/topology"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // Kind is the report's kind in its JSON and YAML forms.
@@ -114,27 +115,31 @@ func (r *Report) DeepCopyObject() runtime.Object { return output.DeepCopy(r) }
 // Waits reports whether the gang is not placed (the exit code's Attention).
 func (r *Report) Waits() bool { return !r.Scheduled }
 
-// Resolve finds the PodGroup of a gang argument: NAME or pg/NAME (a PodGroup), vcjob/NAME (the
-// Volcano Job's PodGroup), jobset/NAME (the JobSet's), pod/NAME (the pod's group-name annotation).
+// Resolve finds the PodGroup of a gang argument: NAME or pg/NAME (a PodGroup), KIND/NAME for a gang
+// kind of the registry whose row says CLI.Why (vcjob/NAME: the Volcano Job's PodGroup, jobset/NAME:
+// the JobSet's; found by the PodGroup's controller reference the row names), pod/NAME (the pod's
+// group-name annotation).
 func Resolve(s *snapshot.Snapshot, namespace, arg string) (*schedulingv1beta1.PodGroup, string, error) {
 	kind, name, ok := strings.Cut(arg, "/")
 	if !ok {
 		kind, name = "podgroup", arg
 	}
-	byOwner := func(ownerKind, what string) (*schedulingv1beta1.PodGroup, string, error) {
+	byOwner := func(ownerAPIVersion, ownerKind, what string) (*schedulingv1beta1.PodGroup, string, error) {
 		for i := range s.PodGroups {
 			pg := &s.PodGroups[i]
 			if pg.Namespace != namespace {
 				continue
 			}
-			if ref := metav1.GetControllerOf(pg); ref != nil && ref.Kind == ownerKind && ref.Name == name {
+			if ref := metav1.GetControllerOf(pg); ref != nil && ref.APIVersion == ownerAPIVersion && ref.Kind == ownerKind && ref.Name == name {
 				return pg, fmt.Sprintf("%s %s/%s", what, namespace, name), nil
 			}
 		}
 		return nil, "", exitcode.NotFoundf("no PodGroup in namespace %s belongs to %s %s (is it a gang, and has its controller created the PodGroup yet?)", namespace, what, name)
 	}
-	switch strings.ToLower(kind) {
-	case "podgroup", "podgroups", "pg":
+	w, found := workload.ByName(kind)
+	switch {
+	case !found || !w.CLI.Why:
+	case w.Kind == defaults.KindPodGroup:
 		if pg := s.PodGroup(namespace, name); pg != nil {
 			owner := ""
 			if ref := metav1.GetControllerOf(pg); ref != nil {
@@ -143,11 +148,7 @@ func Resolve(s *snapshot.Snapshot, namespace, arg string) (*schedulingv1beta1.Po
 			return pg, owner, nil
 		}
 		return nil, "", exitcode.NotFoundf("PodGroup %s/%s not found", namespace, name)
-	case "vcjob", "vj", "volcanojob", "jobs.batch.volcano.sh":
-		return byOwner("Job", "Volcano Job")
-	case "jobset", "jobsets":
-		return byOwner("JobSet", "JobSet")
-	case "pod", "pods", "po":
+	case w.Kind == defaults.KindPod:
 		for i := range s.Pods {
 			p := &s.Pods[i]
 			if p.Namespace == namespace && p.Name == name {
@@ -162,8 +163,21 @@ func Resolve(s *snapshot.Snapshot, namespace, arg string) (*schedulingv1beta1.Po
 			}
 		}
 		return nil, "", exitcode.NotFoundf("pod %s/%s not found", namespace, name)
+	case w.Gang != nil:
+		return byOwner(w.Gang.OwnerAPIVersion, w.Gang.OwnerKind, w.Title)
 	}
-	return nil, "", exitcode.Usagef("%q: name a gang as NAME or pg/NAME (PodGroup), vcjob/NAME, jobset/NAME or pod/NAME", arg)
+	return nil, "", exitcode.Usagef("%q: name a gang as NAME or pg/NAME (PodGroup), %s or pod/NAME", arg, strings.Join(gangForms(), ", "))
+}
+
+// gangForms are the KIND/NAME forms of the registry's gang kinds `why` resolves (vcjob/NAME ...).
+func gangForms() []string {
+	var out []string
+	for _, w := range workload.All() {
+		if w.CLI.Why && w.Gang != nil {
+			out = append(out, w.CLI.Name+"/NAME")
+		}
+	}
+	return out
 }
 
 // Build explains the gang's PodGroup pg from a snapshot of PodGroups and Queues (all namespaces),
@@ -284,7 +298,7 @@ type deadline struct {
 }
 
 // deadlinesOf knows, per gang, the earliest deadline: its Volcano Job's active-deadline annotation
-// counted from the lifecycle controller's start (lifecycle.VCJobStart), or its pods'
+// counted from the lifecycle controller's start (workload.VCJobStart), or its pods'
 // spec.activeDeadlineSeconds counted from their start.
 func deadlinesOf(s *snapshot.Snapshot) map[string]deadline {
 	out := map[string]deadline{}
@@ -311,7 +325,7 @@ func deadlinesOf(s *snapshot.Snapshot) map[string]deadline {
 		if err != nil || secs <= 0 {
 			continue
 		}
-		if start := lifecycle.VCJobStart(j); start != nil {
+		if start := workload.VCJobStart(j); start != nil {
 			note(pg.Namespace+"/"+pg.Name, deadline{at: start.Add(time.Duration(secs) * time.Second),
 				from: fmt.Sprintf("Volcano Job %s: %s %d", j.Name, hbv1.ActiveDeadlineSecondsAnnotation, secs)})
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
 	"github.com/hyperbatch/hyperbatch/internal/cli/why"
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 )
 
 // now is a fixed reference time inside the recording's hour, so deadlines read the same every run.
@@ -95,4 +96,17 @@ func TestResolveErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "names PodGroup pinned, which does not exist")
 	_, _, err = why.Resolve(s, "default", "deployment/x")
 	assert.Equal(t, exitcode.Usage, exitcode.Of(err))
+}
+
+// Every kind whose registry row says `why` resolves it is resolved: a name that does not exist is
+// NotFound, never a usage error.
+func TestResolveEveryWhyKind(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	for _, w := range workload.All() {
+		if !w.CLI.Why {
+			continue
+		}
+		_, _, err := why.Resolve(s, "default", w.CLI.Name+"/no-such-object")
+		assert.Equal(t, exitcode.NotFound, exitcode.Of(err), "%s: %v", w.Kind, err)
+	}
 }

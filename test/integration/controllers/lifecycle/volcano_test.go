@@ -21,6 +21,7 @@ import (
 
 	"github.com/hyperbatch/hyperbatch/controllers/lifecycle"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
@@ -201,7 +202,7 @@ func TestVolcanoJobSuspendResumeResetsClock(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		start := lifecycle.VCJobStart(cur)
+		start := workload.VCJobStart(cur)
 		if start == nil || !start.After(cur.CreationTimestamp.Time) {
 			return false, fmt.Errorf("phase %s", cur.Status.State.Phase)
 		}
