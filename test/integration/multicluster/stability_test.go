@@ -163,7 +163,7 @@ func TestNoFightForTwoMinutes(t *testing.T) {
 			t.Logf("%s (%d times)", e.Message, e.Count)
 		}
 	}
-	assert.Equal(t, 1, inPlace, "only the dispatch updates the PropagationPolicies in place: %s", describe(evs))
+	require.Equal(t, 1, inPlace, "only the dispatch updates the PropagationPolicies in place: %s", describe(evs))
 
 	deleteAndWaitGone(ctx, t, hj, children)
 }
