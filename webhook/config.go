@@ -351,25 +351,42 @@ const selfDeclaredGangExpression = "(has(object.metadata.annotations) && " +
 // join the PodGroup controllers/podgroup makes. Other JobSets there never reach hyperbatch.
 func (o ConfigOptions) selfDeclaredGangJobSetEntry(part entryPart, rules []admissionregistrationv1.RuleWithOperations,
 	fp admissionregistrationv1.FailurePolicyType, timeout int32) admissionregistrationv1.MutatingWebhook {
+	return o.ungovernedEntry(part, rules, fp, timeout, ungovernedMatch{
+		create: JobSetGangEntryName, update: JobSetGangUpdateEntryName, kind: KindJobSet,
+		condition: selfDeclaredGangMatchName, expression: selfDeclaredGangExpression,
+	})
+}
+
+// ungovernedMatch names an entry of ungovernedEntry: its names for CREATE and UPDATE, the kind whose
+// mutating handler serves it, and the match condition that selects its objects.
+type ungovernedMatch struct {
+	create, update, condition, expression string
+	kind                                  Kind
+}
+
+// ungovernedEntry is a mutating entry for namespaces labelled pod-webhook=disabled (no WorkloadPolicy
+// governs them), limited by a match condition to the objects that need hyperbatch there.
+func (o ConfigOptions) ungovernedEntry(part entryPart, rules []admissionregistrationv1.RuleWithOperations,
+	fp admissionregistrationv1.FailurePolicyType, timeout int32, m ungovernedMatch) admissionregistrationv1.MutatingWebhook {
 	sideEffects, matchPolicy := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
 	reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
 	sel := o.excludedSelector()
 	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
 		Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled},
 	})
-	name := JobSetGangEntryName
+	name := m.create
 	if part.update {
-		name = JobSetGangUpdateEntryName
+		name = m.update
 	}
 	return admissionregistrationv1.MutatingWebhook{
 		Name:              name,
-		ClientConfig:      o.clientConfig(specOf(KindJobSet).MutatePath),
+		ClientConfig:      o.clientConfig(specOf(m.kind).MutatePath),
 		Rules:             rules,
 		FailurePolicy:     &fp,
 		MatchPolicy:       &matchPolicy,
 		NamespaceSelector: sel,
 		MatchConditions: append(part.conditions(), admissionregistrationv1.MatchCondition{
-			Name: selfDeclaredGangMatchName, Expression: selfDeclaredGangExpression,
+			Name: m.condition, Expression: m.expression,
 		}),
 		SideEffects:             &sideEffects,
 		TimeoutSeconds:          &timeout,
@@ -405,31 +422,10 @@ const unboundTopologyExpression = "has(object.spec) && has(object.spec.networkTo
 // reach hyperbatch.
 func (o ConfigOptions) volcanoJobPodGroupEntry(part entryPart, rules []admissionregistrationv1.RuleWithOperations,
 	fp admissionregistrationv1.FailurePolicyType, timeout int32) admissionregistrationv1.MutatingWebhook {
-	sideEffects, matchPolicy := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Equivalent
-	reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
-	sel := o.excludedSelector()
-	sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-		Key: hbv1.PodWebhookLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{hbv1.PodWebhookLabelDisabled},
+	return o.ungovernedEntry(part, rules, fp, timeout, ungovernedMatch{
+		create: VolcanoJobPodGroupEntryName, update: VolcanoJobPodGroupUpdateEntryName, kind: KindPodGroup,
+		condition: unboundTopologyMatchName, expression: unboundTopologyExpression,
 	})
-	name := VolcanoJobPodGroupEntryName
-	if part.update {
-		name = VolcanoJobPodGroupUpdateEntryName
-	}
-	return admissionregistrationv1.MutatingWebhook{
-		Name:              name,
-		ClientConfig:      o.clientConfig(specOf(KindPodGroup).MutatePath),
-		Rules:             rules,
-		FailurePolicy:     &fp,
-		MatchPolicy:       &matchPolicy,
-		NamespaceSelector: sel,
-		MatchConditions: append(part.conditions(), admissionregistrationv1.MatchCondition{
-			Name: unboundTopologyMatchName, Expression: unboundTopologyExpression,
-		}),
-		SideEffects:             &sideEffects,
-		TimeoutSeconds:          &timeout,
-		AdmissionReviewVersions: []string{"v1"},
-		ReinvocationPolicy:      &reinvoke,
-	}
 }
 
 // excludedSelector keeps kube-system, hyperbatch's namespace and the configured exclusions out.
