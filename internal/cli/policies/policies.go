@@ -155,11 +155,21 @@ func notReady(p *hbv1.WorkloadPolicy) []NotReady {
 		return out
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Status != metav1.ConditionTrue {
+		if problem(c) {
 			out = append(out, NotReady{Policy: p.Name, Condition: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message})
 		}
 	}
 	return out
+}
+
+// problem says whether a condition needs attention. WeightTie is True while another policy of the
+// same weight wins some of this policy's namespaces, so its True is the problem; every other condition
+// of a policy needs attention while it is not True.
+func problem(c metav1.Condition) bool {
+	if c.Type == hbv1.PolicyConditionWeightTie {
+		return c.Status == metav1.ConditionTrue
+	}
+	return c.Status != metav1.ConditionTrue
 }
 
 // WriteTable writes the policies, then the conflicts and the conditions that are not True.

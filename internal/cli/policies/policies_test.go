@@ -64,3 +64,24 @@ func TestNoPolicies(t *testing.T) {
 	assert.False(t, r.NeedsAttention())
 	clitest.Render(t, "policies-none", output.Table, r)
 }
+
+// WeightTie is the one condition whose True needs attention: the winner of a tie (WeightTie=False,
+// NoTie) is not reported, the loser (WeightTie=True) is.
+func TestWeightTieNeedsAttentionOnlyWhenTrue(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	cond := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: hbv1.PolicyConditionWeightTie, Status: status, Reason: reason, Message: reason}}
+	}
+	s.Policies = append(s.Policies,
+		hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tie-winner", Generation: 1},
+			Status: hbv1.WorkloadPolicyStatus{ObservedGeneration: 1, Conditions: cond(metav1.ConditionFalse, "NoTie")}},
+		hbv1.WorkloadPolicy{ObjectMeta: metav1.ObjectMeta{Name: "tie-loser", Generation: 1},
+			Status: hbv1.WorkloadPolicyStatus{ObservedGeneration: 1, Conditions: cond(metav1.ConditionTrue, "LosesTieByName")}})
+	r := policies.Build(s)
+	var names []string
+	for _, n := range r.NotReady {
+		names = append(names, n.Policy)
+	}
+	assert.NotContains(t, names, "tie-winner")
+	assert.Contains(t, names, "tie-loser")
+}
