@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/webhook"
@@ -67,6 +68,9 @@ func TestSelectorCheckHoldsWithoutWebhook(t *testing.T) {
 			{Key: "gpu", Operator: metav1.LabelSelectorOpExists}}})
 	require.NoError(t, c.Create(ctx, ok))
 	t.Cleanup(func() { _ = c.Delete(context.Background(), ok) })
+	// A merge patch (an UPDATE to admission) without the resourceVersion: the workloadpolicy
+	// controller may write the status between the create and this update.
+	before := ok.DeepCopy()
 	ok.Spec.Weight = 5
-	require.NoError(t, c.Update(ctx, ok), "an update that keeps a valid selector")
+	require.NoError(t, c.Patch(ctx, ok, client.MergeFrom(before)), "an update that keeps a valid selector")
 }
