@@ -98,7 +98,8 @@ func TestCLIPolicies(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
 				return false, err
 			}
-			if cur.Status.ObservedGeneration != cur.Generation || apimeta.FindStatusCondition(cur.Status.Conditions, "QueuesExist") == nil {
+			if cur.Status.ObservedGeneration != cur.Generation || apimeta.FindStatusCondition(cur.Status.Conditions, "QueuesExist") == nil ||
+				apimeta.FindStatusCondition(cur.Status.Conditions, hbv1.PolicyConditionWeightTie) == nil {
 				return false, nil
 			}
 		}
@@ -108,17 +109,27 @@ func TestCLIPolicies(t *testing.T) {
 	code := decode(t, &r, "policies")
 	assert.Equal(t, exitcode.Attention, code)
 	assert.Contains(t, r.Conflicts, policies.Conflict{Namespace: ns, Weight: 7, Governing: a.Name, Tied: []string{b.Name}})
-	var found bool
+	var found, tie bool
 	for _, n := range r.NotReady {
-		if n.Policy == b.Name {
+		assert.NotEqual(t, a.Name, n.Policy, "policy a is Ready, and wins the tie")
+		if n.Policy != b.Name {
+			continue
+		}
+		switch n.Condition {
+		case "QueuesExist":
 			found = true
-			assert.Equal(t, "QueuesExist", n.Condition)
 			assert.Equal(t, "QueueNotFound", n.Reason)
 			assert.Contains(t, n.Message, ns+"-missing")
+		case hbv1.PolicyConditionWeightTie:
+			tie = true
+			assert.Equal(t, "True", n.Status)
+			assert.Contains(t, n.Message, a.Name, "the lost tie names the winner")
+		default:
+			t.Errorf("policy b: unexpected condition %+v", n)
 		}
-		assert.NotEqual(t, a.Name, n.Policy, "policy a is Ready")
 	}
 	assert.True(t, found, "policy b's missing queue is reported")
+	assert.True(t, tie, "policy b's lost tie is reported")
 	for _, p := range r.Policies {
 		switch p.Name {
 		case a.Name:
