@@ -52,10 +52,10 @@ func (a Admission) PolicyCovered() bool { return len(a.PolicyFields) > 0 }
 type Maker string
 
 const (
-	// MadeByVolcano: Volcano's job controller makes the PodGroup; hyperbatch's PodGroup webhook
+	// MadeByVolcano means Volcano's job controller makes the PodGroup; hyperbatch's PodGroup webhook
 	// admits it.
 	MadeByVolcano Maker = "Volcano"
-	// MadeByHyperbatch: hyperbatch's gang controller (controllers/podgroup) makes the PodGroup.
+	// MadeByHyperbatch means hyperbatch's gang controller (controllers/podgroup) makes the PodGroup.
 	MadeByHyperbatch Maker = "hyperbatch"
 )
 
@@ -76,10 +76,10 @@ type Gang struct {
 type Where string
 
 const (
-	// InAnnotation: hyperbatch's annotation (hyperbatch.dev/active-deadline-seconds,
+	// InAnnotation means hyperbatch's annotation (hyperbatch.dev/active-deadline-seconds,
 	// hyperbatch.dev/ttl-seconds-after-finished), which the lifecycle controller enforces.
 	InAnnotation Where = "annotation"
-	// InNativeField: the kind's own spec field, which its own controller enforces; the lifecycle
+	// InNativeField means the kind's own spec field, which its own controller enforces; the lifecycle
 	// controller only counts what it does.
 	InNativeField Where = "native"
 )
@@ -88,11 +88,11 @@ const (
 type End string
 
 const (
-	// EndFailedCondition: the lifecycle controller writes the kind's Failed condition with reason
+	// EndFailedCondition means the lifecycle controller writes the kind's Failed condition with reason
 	// DeadlineExceeded; the kind's own controller (or the lifecycle controller, for a HyperJob's
 	// children) then stops its pods.
 	EndFailedCondition End = "FailedCondition"
-	// EndAbortCommand: the lifecycle controller creates a Volcano bus Command AbortJob.
+	// EndAbortCommand means the lifecycle controller creates a Volcano bus Command AbortJob.
 	EndAbortCommand End = "AbortCommand"
 )
 

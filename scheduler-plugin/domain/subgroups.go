@@ -238,11 +238,11 @@ type order struct {
 	minT  int
 }
 
-// within finds the best placement of the groups inside gang domain G; nil and a reason when the
+// within finds the best placement of the groups inside gang domain gangNode; nil and a reason when the
 // required ones do not fit.
-func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
+func (s *groupSearch) within(gangNode *topology.HyperNode) (*GroupChoice, string) {
 	c := s.c
-	sub := subtree(s.t, G)
+	sub := subtree(s.t, gangNode)
 	var req, opt []order
 	for i, g := range s.req.Groups {
 		if g.Pods <= 0 {
@@ -252,15 +252,15 @@ func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
 		var anchor *topology.HyperNode
 		if len(g.Placed) > 0 {
 			anchor = s.t.LCA(g.Placed)
-			if !G.Contains(anchor) {
+			if !gangNode.Contains(anchor) {
 				if g.Required {
-					return nil, fmt.Sprintf("sub-group %s's placed pods are outside %s", g.Name, display(G))
+					return nil, fmt.Sprintf("sub-group %s's placed pods are outside %s", g.Name, display(gangNode))
 				}
 				continue
 			}
 		}
 		if !g.Topology {
-			o.cands = []*topology.HyperNode{G}
+			o.cands = []*topology.HyperNode{gangNode}
 		} else {
 			for _, h := range sub {
 				if c.rooms[h.Index] < o.need || (g.Limit.Hard && !Allows(g.Limit, h)) || (anchor != nil && !h.Contains(anchor)) {
@@ -271,7 +271,7 @@ func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
 		}
 		if len(o.cands) == 0 {
 			if g.Required {
-				return nil, fmt.Sprintf("sub-group %s (%d pods, %s) fits no HyperNode inside %s", g.Name, g.Pods, g.Limit.Describe, display(G))
+				return nil, fmt.Sprintf("sub-group %s (%d pods, %s) fits no HyperNode inside %s", g.Name, g.Pods, g.Limit.Describe, display(gangNode))
 			}
 			continue
 		}
@@ -286,7 +286,7 @@ func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
 		}
 	}
 	sort.SliceStable(req, func(i, j int) bool { return req[i].need > req[j].need })
-	b := &bb{s: s, G: G, orders: req, load: map[*topology.HyperNode]int64{}, leafUse: map[*topology.HyperNode]int{},
+	b := &bb{s: s, gangNode: gangNode, orders: req, load: map[*topology.HyperNode]int64{}, leafUse: map[*topology.HyperNode]int{},
 		pick: make([]*topology.HyperNode, len(req)), budget: s.budget}
 	b.rest = make([]int, len(req)+1)
 	for i := len(req) - 1; i >= 0; i-- {
@@ -294,7 +294,7 @@ func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
 	}
 	b.dfs(0, 0)
 	if b.best == nil {
-		return nil, s.shortfall(G, req)
+		return nil, s.shortfall(gangNode, req)
 	}
 	// Replay the best placement, then add the optional groups where they fit.
 	b.load, b.leafUse = map[*topology.HyperNode]int64{}, map[*topology.HyperNode]int{}
@@ -313,17 +313,17 @@ func (s *groupSearch) within(G *topology.HyperNode) (*GroupChoice, string) {
 			}
 		}
 	}
-	gc := &GroupChoice{Cost: GroupCost{GangTier: G.Tier, TierSum: b.bestCost.TierSum, Leaves: b.bestCost.Leaves}, Exact: b.budget > 0}
+	gc := &GroupChoice{Cost: GroupCost{GangTier: gangNode.Tier, TierSum: b.bestCost.TierSum, Leaves: b.bestCost.Leaves}, Exact: b.budget > 0}
 	gc.Groups = s.quotas(dom)
 	return gc, ""
 }
 
-// subtree lists G and every HyperNode below it.
-func subtree(t topology.Tree, G *topology.HyperNode) []*topology.HyperNode {
-	if G.IsRoot() {
-		return append(append([]*topology.HyperNode(nil), t.List()...), G)
+// subtree lists gangNode and every HyperNode below it.
+func subtree(t topology.Tree, gangNode *topology.HyperNode) []*topology.HyperNode {
+	if gangNode.IsRoot() {
+		return append(append([]*topology.HyperNode(nil), t.List()...), gangNode)
 	}
-	out := []*topology.HyperNode{G}
+	out := []*topology.HyperNode{gangNode}
 	for i := 0; i < len(out); i++ {
 		out = append(out, out[i].Children...)
 	}
@@ -332,27 +332,27 @@ func subtree(t topology.Tree, G *topology.HyperNode) []*topology.HyperNode {
 
 // bb is the branch and bound over the required groups.
 type bb struct {
-	s       *groupSearch
-	G       *topology.HyperNode
-	orders  []order
-	rest    []int // rest[k]: the least tier sum of groups k.. (their lowest candidate tiers)
-	load    map[*topology.HyperNode]int64
-	leafUse map[*topology.HyperNode]int
-	leaves  int
-	pick    []*topology.HyperNode
+	s        *groupSearch
+	gangNode *topology.HyperNode
+	orders   []order
+	rest     []int // rest[k]: the least tier sum of groups k.. (their lowest candidate tiers)
+	load     map[*topology.HyperNode]int64
+	leafUse  map[*topology.HyperNode]int
+	leaves   int
+	pick     []*topology.HyperNode
 
 	best     []*topology.HyperNode
 	bestCost GroupCost
 	budget   int
 }
 
-// fits reports whether need more pods in h keep every HyperNode from h up to G within its room.
+// fits reports whether need more pods in h keep every HyperNode from h up to gangNode within its room.
 func (b *bb) fits(h *topology.HyperNode, need int64) bool {
 	for a := h; a != nil; a = a.Parent {
 		if b.load[a]+need > b.s.c.rooms[a.Index] {
 			return false
 		}
-		if a == b.G {
+		if a == b.gangNode {
 			return true
 		}
 	}
@@ -363,7 +363,7 @@ func (b *bb) fits(h *topology.HyperNode, need int64) bool {
 func (b *bb) add(h *topology.HyperNode, need int64, sign int) {
 	for a := h; a != nil; a = a.Parent {
 		b.load[a] += int64(sign) * need
-		if a == b.G {
+		if a == b.gangNode {
 			break
 		}
 	}
@@ -423,14 +423,14 @@ func (b *bb) dfs(k, tierSum int) {
 	}
 	b.budget--
 	if b.best != nil {
-		lb := GroupCost{GangTier: b.G.Tier, TierSum: tierSum + b.rest[k], Leaves: b.leaves}
+		lb := GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum + b.rest[k], Leaves: b.leaves}
 		if !lb.Less(b.bestCost) {
 			return
 		}
 	}
 	if k == len(b.orders) {
 		b.best = append([]*topology.HyperNode(nil), b.pick...)
-		b.bestCost = GroupCost{GangTier: b.G.Tier, TierSum: tierSum, Leaves: b.leaves}
+		b.bestCost = GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum, Leaves: b.leaves}
 		return
 	}
 	o := b.orders[k]
@@ -516,10 +516,10 @@ func (s *groupSearch) quotas(dom []*topology.HyperNode) []GroupPlacement {
 	return out
 }
 
-// choiceFor is the gang-level Choice: domain G, its nodes narrowed to those the groups use.
-func (s *groupSearch) choiceFor(G *topology.HyperNode, gs []GroupPlacement) *Choice {
+// choiceFor is the gang-level Choice: domain gangNode, its nodes narrowed to those the groups use.
+func (s *groupSearch) choiceFor(gangNode *topology.HyperNode, gs []GroupPlacement) *Choice {
 	c := s.c
-	ch := &Choice{HyperNode: G.Name, Tier: G.Tier, Root: G.IsRoot(), Need: int(c.need), Room: int(c.rooms[G.Index]), Evaluated: c.evaluated,
+	ch := &Choice{HyperNode: gangNode.Name, Tier: gangNode.Tier, Root: gangNode.IsRoot(), Need: int(c.need), Room: int(c.rooms[gangNode.Index]), Evaluated: c.evaluated,
 		Nodes: sets.New[string]()}
 	for _, g := range gs {
 		for n := range g.Quota {
@@ -533,12 +533,12 @@ func (s *groupSearch) choiceFor(G *topology.HyperNode, gs []GroupPlacement) *Cho
 	return ch
 }
 
-// shortfall explains why the required groups do not fit inside G, in numbers for the usual case
+// shortfall explains why the required groups do not fit inside gangNode, in numbers for the usual case
 // (groups of one size and limit): how many of them the HyperNodes their limit allows hold, one at a
 // time, e.g. "HyperNode spine-0 holds 3 of the 4 required sub-groups of 8 pods (highestTierAllowed=1:
 // rack-0 has room for 15, rack-1 for 23)".
-func (s *groupSearch) shortfall(G *topology.HyperNode, req []order) string {
-	generic := fmt.Sprintf("the required sub-groups do not fit whole inside %s", display(G))
+func (s *groupSearch) shortfall(gangNode *topology.HyperNode, req []order) string {
+	generic := fmt.Sprintf("the required sub-groups do not fit whole inside %s", display(gangNode))
 	if len(req) == 0 {
 		return generic
 	}
@@ -549,13 +549,13 @@ func (s *groupSearch) shortfall(G *topology.HyperNode, req []order) string {
 			return generic
 		}
 	}
-	// The highest HyperNodes inside G the limit allows: each holds room/size groups.
+	// The highest HyperNodes inside gangNode the limit allows: each holds room/size groups.
 	var tops []*topology.HyperNode
-	for _, h := range subtree(s.t, G) {
+	for _, h := range subtree(s.t, gangNode) {
 		if !Allows(first.Limit, h) {
 			continue
 		}
-		if p := h.Parent; p != nil && G.Contains(p) && Allows(first.Limit, p) {
+		if p := h.Parent; p != nil && gangNode.Contains(p) && Allows(first.Limit, p) {
 			continue
 		}
 		tops = append(tops, h)
@@ -573,5 +573,5 @@ func (s *groupSearch) shortfall(G *topology.HyperNode, req []order) string {
 	if len(tops) > 6 {
 		parts = append(parts, fmt.Sprintf("... (%d HyperNodes)", len(tops)))
 	}
-	return fmt.Sprintf("%s holds %d of the %d required sub-groups of %s (%s: %s)", display(G), held, len(req), podCount(req[0].need), first.Limit.Describe, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s holds %d of the %d required sub-groups of %s (%s: %s)", display(gangNode), held, len(req), podCount(req[0].need), first.Limit.Describe, strings.Join(parts, ", "))
 }

@@ -88,7 +88,7 @@ func splitList(s string) []string {
 // report prints the host, the rank and each peer with what it resolves to.
 func report(w io.Writer, getenv func(string) string, environ []string, volcanoDir string, peers []string) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "worker: host %s\n", host)
+	_, _ = fmt.Fprintf(w, "worker: host %s\n", host)
 	rank := "unknown (none of " + strings.Join(rankVars, ", ") + " is set)"
 	for _, v := range rankVars {
 		if r := getenv(v); r != "" {
@@ -96,18 +96,18 @@ func report(w io.Writer, getenv func(string) string, environ []string, volcanoDi
 			break
 		}
 	}
-	fmt.Fprintf(w, "worker: rank %s\n", rank)
+	_, _ = fmt.Fprintf(w, "worker: rank %s\n", rank)
 	all := peerList(environ, volcanoDir, peers)
-	fmt.Fprintf(w, "worker: %d peers\n", len(all))
+	_, _ = fmt.Fprintf(w, "worker: %d peers\n", len(all))
 	for _, p := range all {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		addrs, err := net.DefaultResolver.LookupHost(ctx, p)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(w, "worker: peer %s: unresolved (%v)\n", p, err)
+			_, _ = fmt.Fprintf(w, "worker: peer %s: unresolved (%v)\n", p, err)
 			continue
 		}
-		fmt.Fprintf(w, "worker: peer %s: %s\n", p, strings.Join(addrs, ","))
+		_, _ = fmt.Fprintf(w, "worker: peer %s: %s\n", p, strings.Join(addrs, ","))
 	}
 }
 
