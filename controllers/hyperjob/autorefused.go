@@ -8,11 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	clusterv1alpha1 "github.com/karmada-io/karmada/pkg/apis/cluster/v1alpha1"
 	workv1alpha2 "github.com/karmada-io/karmada/pkg/apis/work/v1alpha2"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
@@ -108,15 +106,9 @@ func (r *Reconciler) checkAutoRefused(ctx context.Context, hj *trainingv1alpha1.
 	if rec == nil || r.auto == nil || !r.gateDispatch {
 		return false, nil
 	}
-	var rbs workv1alpha2.ResourceBindingList
-	if err := r.client.List(ctx, &rbs, client.InNamespace(hj.Namespace)); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return false, fmt.Errorf("listing ResourceBindings: %w", err)
-	}
-	var clusters clusterv1alpha1.ClusterList
-	if err := r.client.List(ctx, &clusters); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return false, fmt.Errorf("listing Karmada's Clusters: %w", err)
+	rbs, clusters, err := r.bindingsAndClusters(ctx, hj.Namespace)
+	if err != nil {
+		return false, err
 	}
 	now := map[string]string{}
 	for i := range clusters.Items {

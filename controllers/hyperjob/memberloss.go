@@ -33,20 +33,30 @@ const (
 	ReasonMembersReady   = "MemberClustersReady"
 )
 
+// bindingsAndClusters lists the namespace's ResourceBindings and Karmada's Clusters: what
+// lostChildren and checkAutoRefused read a child's member and that member's state from.
+func (r *Reconciler) bindingsAndClusters(ctx context.Context, namespace string) (*workv1alpha2.ResourceBindingList, *clusterv1alpha1.ClusterList, error) {
+	var rbs workv1alpha2.ResourceBindingList
+	if err := r.client.List(ctx, &rbs, client.InNamespace(namespace)); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, nil, fmt.Errorf("listing ResourceBindings: %w", err)
+	}
+	var clusters clusterv1alpha1.ClusterList
+	if err := r.client.List(ctx, &clusters); err != nil {
+		reconcileErrors.WithLabelValues(opRead).Inc()
+		return nil, nil, fmt.Errorf("listing Karmada's Clusters: %w", err)
+	}
+	return &rbs, &clusters, nil
+}
+
 // lostChildren maps each existing child bound to a member cluster that is not Ready to that member.
 func (r *Reconciler) lostChildren(ctx context.Context, hj *trainingv1alpha1.HyperJob, jobs map[string]*batchv1alpha1.Job) (map[string]string, error) {
 	if !r.watchMembers || len(jobs) == 0 {
 		return nil, nil
 	}
-	var rbs workv1alpha2.ResourceBindingList
-	if err := r.client.List(ctx, &rbs, client.InNamespace(hj.Namespace)); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return nil, fmt.Errorf("listing ResourceBindings: %w", err)
-	}
-	var clusters clusterv1alpha1.ClusterList
-	if err := r.client.List(ctx, &clusters); err != nil {
-		reconcileErrors.WithLabelValues(opRead).Inc()
-		return nil, fmt.Errorf("listing Karmada Clusters: %w", err)
+	rbs, clusters, err := r.bindingsAndClusters(ctx, hj.Namespace)
+	if err != nil {
+		return nil, err
 	}
 	ready := map[string]bool{}
 	for i := range clusters.Items {

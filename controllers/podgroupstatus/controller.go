@@ -324,17 +324,9 @@ func (r *Reconciler) unreserve(key types.NamespacedName, rvNow string) {
 // served reports whether the PodGroup is this scheduler's (see the package documentation) and
 // returns its owning Volcano Job (nil if none) and member pods.
 func (r *Reconciler) served(ctx context.Context, pg *schedulingv1beta1.PodGroup) (bool, *batchv1alpha1.Job, []*corev1.Pod, error) {
-	var job *batchv1alpha1.Job
-	if ref := ownerJobRef(pg); ref != nil {
-		var j batchv1alpha1.Job
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, &j)
-		switch {
-		case err == nil && j.UID == ref.UID:
-			job = &j
-		case err == nil || apierrors.IsNotFound(err):
-		default:
-			return false, nil, nil, fmt.Errorf("reading Volcano Job %s/%s of PodGroup %s: %w", pg.Namespace, ref.Name, pg.Name, err)
-		}
+	job, err := r.ownerJob(ctx, pg)
+	if err != nil {
+		return false, nil, nil, err
 	}
 	if job != nil && job.Spec.SchedulerName != r.opts.SchedulerName {
 		return false, job, nil, nil
@@ -431,20 +423,31 @@ func (r *Reconciler) decide(ctx context.Context, pg *schedulingv1beta1.PodGroup)
 	return admitQueueFor(name, qp, reserved, cands, &key)[key], nil
 }
 
+// ownerJob returns the Volcano Job that controls the PodGroup, or nil when it has none or the Job
+// named by its owner reference is gone or was replaced (another UID).
+func (r *Reconciler) ownerJob(ctx context.Context, pg *schedulingv1beta1.PodGroup) (*batchv1alpha1.Job, error) {
+	ref := ownerJobRef(pg)
+	if ref == nil {
+		return nil, nil
+	}
+	var j batchv1alpha1.Job
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, &j)
+	switch {
+	case err == nil && j.UID == ref.UID:
+		return &j, nil
+	case err == nil || apierrors.IsNotFound(err):
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("reading Volcano Job %s/%s of PodGroup %s: %w", pg.Namespace, ref.Name, pg.Name, err)
+	}
+}
+
 // price is what the PodGroup reserves of its queue (gangcontract.Price): its minResources, raised
 // to the effective requests of its owning Volcano Job's pods (a resource set only in limits counts).
 func (r *Reconciler) price(ctx context.Context, pg *schedulingv1beta1.PodGroup) (corev1.ResourceList, error) {
-	var job *batchv1alpha1.Job
-	if ref := ownerJobRef(pg); ref != nil {
-		var j batchv1alpha1.Job
-		err := r.client.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, &j)
-		switch {
-		case err == nil && j.UID == ref.UID:
-			job = &j
-		case err == nil || apierrors.IsNotFound(err):
-		default:
-			return nil, fmt.Errorf("reading Volcano Job %s/%s to price PodGroup %s: %w", pg.Namespace, ref.Name, pg.Name, err)
-		}
+	job, err := r.ownerJob(ctx, pg)
+	if err != nil {
+		return nil, err
 	}
 	var lookupErr error
 	price := gangcontract.Price(pg.Spec.MinResources, job, func(class string) int32 {
