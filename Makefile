@@ -166,6 +166,7 @@ bench: test-tools crds build bench-tools ## Benchmarks under bench/ (results and
 	$(GO) test -run '^$$' -bench 'DomainChoice|TreeBuild|NodeAdd|HyperNodeUpdate' -benchmem ./bench/scheduler/
 	$(GO) test -run '^$$' -bench 'SchedulingThroughput' -benchtime=1x -timeout 60m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench 'PlacementUnderStatusWrites' -benchtime=1x -timeout 20m ./bench/scheduler/
+	$(GO) test -run '^$$' -bench 'PreemptionLatency' -benchtime=1x -timeout 30m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench 'Peers' -benchtime=1x -timeout 120m ./bench/scheduler/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 40m ./bench/hyperjob/
 	$(GO) test -run '^$$' -bench . -benchtime=1x -timeout 20m ./bench/podgroupstatus/ | tee bench/results/podgroup-status.txt

@@ -174,37 +174,7 @@ func BenchmarkPreemptionPeers(b *testing.B) {
 	tree := threeTier(nodes)
 	b.StopTimer()
 	begin, load0 := time.Now(), framework.LoadAverage()
-	env, cs := startControlPlane(b)
-	dir := b.TempDir()
-	if keep := os.Getenv("HB_PEERS_LOGS"); keep != "" {
-		dir = filepath.Join(keep, "preempt-"+tree.label)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	kc := filepath.Join(dir, "kubeconfig")
-	if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	tree.create(b, cs, env)
-	probeRes := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10")}
-	if err := createReadyNode(ctx, cs, ppProbeNode, map[string]string{corev1.LabelHostname: ppProbeNode}, probeRes,
-		[]corev1.Taint{{Key: probeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}); err != nil {
-		b.Fatal(err)
-	}
-	for _, q := range []string{"root", "default"} { // as Volcano's scheduler creates them
-		if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q},
-			Spec: schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(q != "root")}}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for name, v := range map[string]int32{ppLowClass: 100, ppHighClass: 1000} {
-		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, builders.PriorityClass(name, v), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf), probeNode: ppProbeNode}
+	p := newPreemptEnv(b, tree, "preempt-"+tree.label, string(vcConf))
 	runs := make([]*preemptRun, len(preemptScheds))
 	failed := map[string]string{}
 	write := func() {
@@ -242,6 +212,43 @@ func BenchmarkPreemptionPeers(b *testing.B) {
 	if h := runs[0]; h != nil && (h.partial > 0 || h.aboveHard > 0) {
 		b.Errorf("hyperbatch: %d partly evicted victim gangs, %d preemptors above their highestTierAllowed", h.partial, h.aboveHard)
 	}
+}
+
+// newPreemptEnv starts a control plane with the tree, the probe node (outside the tree, tainted
+// probeTaint: the tree will be full), Volcano's root and default Queues and the two priority
+// classes; HB_PEERS_LOGS=<dir> keeps the processes' logs in <dir>/<logName>.
+func newPreemptEnv(b *testing.B, tree peerTree, logName, vcConf string) *peerEnv {
+	env, cs := startControlPlane(b)
+	dir := b.TempDir()
+	if keep := os.Getenv("HB_PEERS_LOGS"); keep != "" {
+		dir = filepath.Join(keep, logName)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := framework.WriteKubeconfig(env.Config, kc); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	tree.create(b, cs, env)
+	probeRes := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourcePods: resource.MustParse("10")}
+	if err := createReadyNode(ctx, cs, ppProbeNode, map[string]string{corev1.LabelHostname: ppProbeNode}, probeRes,
+		[]corev1.Taint{{Key: probeTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []string{"root", "default"} { // as Volcano's scheduler creates them
+		if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: q},
+			Spec: schedulingv1beta1.QueueSpec{Weight: 1, Reclaimable: ptr.To(q != "root")}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, v := range map[string]int32{ppLowClass: 100, ppHighClass: 1000} {
+		if _, err := cs.SchedulingV1().PriorityClasses().Create(ctx, builders.PriorityClass(name, v), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: vcConf, probeNode: ppProbeNode}
 }
 
 // fillPod is a low-priority fill pod, bound to its node at creation.
