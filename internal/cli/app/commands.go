@@ -37,7 +37,7 @@ Exits 4 when there is a conflict or a policy that is not Ready.`,
 				return err
 			}
 			r := policies.Build(s)
-			return o.print(r, attentionf(r.NeedsAttention(), "%d conflicts, %d conditions not True", len(r.Conflicts), len(r.NotReady)))
+			return o.print(r, attentionf(r.NeedsAttention(), "%d conflicts, %d conditions that need attention", len(r.Conflicts), len(r.NotReady)))
 		},
 	}
 }

@@ -172,7 +172,7 @@ func problem(c metav1.Condition) bool {
 	return c.Status != metav1.ConditionTrue
 }
 
-// WriteTable writes the policies, then the conflicts and the conditions that are not True.
+// WriteTable writes the policies, then the conflicts and the conditions that need attention.
 func (r *Report) WriteTable(w io.Writer) error {
 	pw := output.Sticky(w)
 	rows := [][]string{{"NAME", "WEIGHT", "READY", "QUEUE", "SELECTOR", "GOVERNS", "OUTRANKED IN"}}
@@ -197,7 +197,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	if len(r.NotReady) > 0 {
-		pw.Println("\nConditions not True (Ready, QueuesExist):")
+		pw.Println("\nConditions that need attention (Ready or QueuesExist not True, WeightTie True):")
 		rows = [][]string{{"POLICY", "CONDITION", "STATUS", "REASON", "MESSAGE"}}
 		for _, n := range r.NotReady {
 			rows = append(rows, []string{n.Policy, n.Condition, n.Status, n.Reason, n.Message})

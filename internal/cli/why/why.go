@@ -80,9 +80,12 @@ type QueueState struct {
 	State string `json:"state"`
 	// Capability is spec.capability; empty for a Queue without one (unlimited).
 	Capability map[string]string `json:"capability,omitempty"`
-	// Reserved sums, over the resources of Capability, the minResources of the Queue's Inqueue and
-	// Running gangs (the reservations the status controller admits against).
+	// Reserved sums, over the resources of Capability, what the Queue's Inqueue and Running gangs
+	// reserve (their prices, gangcontract.Price, as the status controller admits against them).
 	Reserved map[string]string `json:"reserved,omitempty"`
+	// Needs is this gang's price (gangcontract.Price): its minResources, raised to its Volcano Job's
+	// pods' effective requests (a resource set only in limits counts).
+	Needs map[string]string `json:"needs,omitempty"`
 	// Holders are the Inqueue and Running gangs whose reservations count against Capability
 	// (none listed for a Queue without one).
 	Holders []Holder `json:"holders"`
@@ -95,6 +98,8 @@ type Holder struct {
 	Gang         string            `json:"gang"`
 	Phase        string            `json:"phase"`
 	MinResources map[string]string `json:"minResources,omitempty"`
+	// Reserves is the gang's price (gangcontract.Price), what it holds of the Queue (Holders only).
+	Reserves map[string]string `json:"reserves,omitempty"`
 	// Pods on the domain's nodes (InTheWay only).
 	Pods int `json:"pods,omitempty"`
 	// EndsBy is the gang's deadline (RFC 3339) and DeadlineFrom where it comes from; empty when
@@ -369,6 +374,8 @@ func queueState(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, deadlines 
 	for _, pc := range s.PriorityClasses {
 		prio[pc.Name] = pc.Value
 	}
+	priority := func(class string) int32 { return prio[class] }
+	q.Needs = quantities(gangcontract.Price(pg.Spec.MinResources, ownerJob(s, pg), priority))
 	order := func(g *schedulingv1beta1.PodGroup) gangcontract.Order {
 		return gangcontract.Order{Priority: prio[g.Spec.PriorityClassName], Created: g.CreationTimestamp.Time, Namespace: g.Namespace, Name: g.Name}
 	}
@@ -390,14 +397,11 @@ func queueState(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, deadlines 
 			if q.Capability == nil {
 				continue // an unlimited Queue: reservations hold nothing back
 			}
-			h := Holder{Gang: key, Phase: string(g.Status.Phase)}
-			if g.Spec.MinResources != nil {
-				h.MinResources = map[string]string{}
-				for n, v := range *g.Spec.MinResources {
-					h.MinResources[string(n)] = v.String()
-					if sum := reserved[n]; sum != nil {
-						sum.Add(v)
-					}
+			h := Holder{Gang: key, Phase: string(g.Status.Phase), MinResources: quantities(stated(g)), Reserves: map[string]string{}}
+			for n, v := range gangcontract.Price(g.Spec.MinResources, ownerJob(s, g), priority) {
+				h.Reserves[string(n)] = v.String()
+				if sum := reserved[n]; sum != nil {
+					sum.Add(v)
 				}
 			}
 			if d, ok := deadlines[key]; ok {
@@ -417,6 +421,41 @@ func queueState(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, deadlines 
 		}
 	}
 	return q
+}
+
+// ownerJob is the Volcano Job that controls the PodGroup (same UID), nil when it has none or it is
+// gone.
+func ownerJob(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup) *batchv1alpha1.Job {
+	ref := metav1.GetControllerOf(pg)
+	if ref == nil || ref.Kind != "Job" || !strings.HasPrefix(ref.APIVersion, batchv1alpha1.SchemeGroupVersion.Group+"/") {
+		return nil
+	}
+	for i := range s.VolcanoJobs {
+		if j := &s.VolcanoJobs[i]; j.Namespace == pg.Namespace && j.UID == ref.UID {
+			return j
+		}
+	}
+	return nil
+}
+
+// stated is the PodGroup's spec.minResources (nil when unset).
+func stated(pg *schedulingv1beta1.PodGroup) corev1.ResourceList {
+	if pg.Spec.MinResources == nil {
+		return nil
+	}
+	return *pg.Spec.MinResources
+}
+
+// quantities prints a resource list (nil when empty).
+func quantities(l corev1.ResourceList) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for n, v := range l {
+		out[string(n)] = v.String()
+	}
+	return out
 }
 
 // inTheWay lists the gangs with pods in the best domain of the lowest allowed tier.
@@ -549,12 +588,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if q.Capability == nil {
 		pw.Println(", no capability (unlimited).")
 	} else {
-		pw.Printf(", capability %s; Inqueue and Running gangs reserve %s.\n", amounts(q.Capability), amounts(q.Reserved))
+		pw.Printf(", capability %s; Inqueue and Running gangs reserve %s; this gang needs %s.\n", amounts(q.Capability), amounts(q.Reserved), amounts(q.Needs))
 	}
 	if len(q.Holders) > 0 {
-		rows := [][]string{{"HOLDS A RESERVATION", "PHASE", "MINRESOURCES", "ENDS BY"}}
+		rows := [][]string{{"HOLDS A RESERVATION", "PHASE", "RESERVES", "ENDS BY"}}
 		for _, h := range q.Holders {
-			rows = append(rows, []string{h.Gang, h.Phase, amounts(h.MinResources), endsBy(h)})
+			rows = append(rows, []string{h.Gang, h.Phase, amounts(h.Reserves), endsBy(h)})
 		}
 		if err := output.Tab(w, rows); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package why_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/cli/clitest"
 	"github.com/hyperbatch/hyperbatch/internal/cli/exitcode"
 	"github.com/hyperbatch/hyperbatch/internal/cli/output"
+	"github.com/hyperbatch/hyperbatch/internal/cli/snapshot"
 	"github.com/hyperbatch/hyperbatch/internal/cli/why"
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/internal/workload"
@@ -109,4 +111,66 @@ func TestResolveEveryWhyKind(t *testing.T) {
 		_, _, err := why.Resolve(s, "default", w.CLI.Name+"/no-such-object")
 		assert.Equal(t, exitcode.NotFound, exitcode.Of(err), "%s: %v", w.Kind, err)
 	}
+}
+
+// GPUs only in limits (issue 38 item 1): Volcano's job controller leaves them out of minResources,
+// Kubernetes requests them at their limit, and why reserves and needs them as the status controller
+// prices them (gangcontract.Price): the Running gang holds 16 GPUs of a 16-GPU Queue, and the waiting
+// one needs 16 more, though neither PodGroup's minResources names a GPU.
+func TestGPUsInLimitsArePriced(t *testing.T) {
+	gangJob := func(name, uid, phase string) string {
+		return `
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: ` + name + `, namespace: ml, uid: ` + uid + `}
+spec:
+  minAvailable: 2
+  queue: capped
+  tasks:
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        containers:
+        - name: w
+          image: worker
+          resources:
+            requests: {cpu: "1"}
+            limits: {cpu: "1", nvidia.com/gpu: "8"}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata:
+  name: ` + name + `-` + uid + `
+  namespace: ml
+  creationTimestamp: "2026-11-24T22:00:0` + uid[len(uid)-1:] + `Z"
+  ownerReferences:
+  - {apiVersion: batch.volcano.sh/v1alpha1, kind: Job, name: ` + name + `, uid: ` + uid + `, controller: true}
+spec:
+  minMember: 2
+  queue: capped
+  minResources: {cpu: "2", count/pods: "2"}
+status: {phase: ` + phase + `}
+`
+	}
+	s, err := snapshot.Decode([]byte(`
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: capped}
+spec:
+  capability: {nvidia.com/gpu: "16"}
+status: {state: Open}
+---` + gangJob("first", "uid-1", "Running") + "---" + gangJob("second", "uid-2", "Pending")))
+	require.NoError(t, err)
+	pg, owner, err := why.Resolve(s, "ml", "vcjob/second")
+	require.NoError(t, err)
+	r := why.Build(s, pg, owner, now(t))
+	assert.Equal(t, map[string]string{"nvidia.com/gpu": "16"}, r.Queue.Reserved, "the Running gang's GPUs, requested at their limit")
+	require.Len(t, r.Queue.Holders, 1)
+	assert.Equal(t, "16", r.Queue.Holders[0].Reserves["nvidia.com/gpu"])
+	assert.NotContains(t, r.Queue.Holders[0].MinResources, "nvidia.com/gpu", "the stated minResources, as Volcano wrote it")
+	assert.Equal(t, "16", r.Queue.Needs["nvidia.com/gpu"])
+	var b strings.Builder
+	require.NoError(t, r.WriteTable(&b))
+	assert.Contains(t, b.String(), "Inqueue and Running gangs reserve 16 nvidia.com/gpu; this gang needs 2 count/pods, 2 cpu, 16 nvidia.com/gpu.")
 }
