@@ -429,7 +429,10 @@ func (b *bb) dfs(k, tierSum int) {
 		}
 	}
 	if k == len(b.orders) {
-		b.best = append([]*topology.HyperNode(nil), b.pick...)
+		// make, not append to nil: with no required group the empty placement is a valid best
+		// (a gang whose minimum is already placed still places its optional sub-groups).
+		b.best = make([]*topology.HyperNode, len(b.pick))
+		copy(b.best, b.pick)
 		b.bestCost = GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum, Leaves: b.leaves}
 		return
 	}

@@ -259,3 +259,29 @@ func TestChooseGroupsFallbackAndWait(t *testing.T) {
 		t.Fatalf("soft sub-group of 3: %+v", got)
 	}
 }
+
+// A gang whose required sub-groups are all placed (need 0) still gets a choice: the optional
+// sub-group that has no room whole is reported as not placed, not as a required shortfall.
+func TestChooseGroupsNothingRequired(t *testing.T) {
+	c := newCluster() // 4 racks of 4 nodes x 8 GPUs; spine-0 = racks 0,1
+	for _, n := range []string{"n0", "n1", "n2", "n4", "n5", "n6"} {
+		c.use(n, rl("1", 8)) // racks 0 and 1: one free node each
+	}
+	worker := rl("1", 8)
+	var got *GroupChoice
+	var err error
+	c.cache.Read(func(tr topology.Tree) {
+		got, err = ChooseGroups(tr, c.nodeInfos(), GroupRequest{Request: Request{Demand: Demand{Pods: []corev1.ResourceList{worker}}, Topology: true, Limit: hard(2),
+			Placed: []string{"n0", "n4"}},
+			Groups: []Group{
+				{Name: "a", Pods: 0, Topology: true, Limit: hard(1), Placed: []string{"n0"}},
+				{Name: "b", Pods: 2, Topology: true, Limit: hard(1)},
+			}})
+	})
+	if err != nil {
+		t.Fatalf("nothing required: %v", err)
+	}
+	if got.HyperNode != "spine-0" || got.Groups[1].Placed {
+		t.Fatalf("got %s, groups %+v; want spine-0 with b not placed", got.HyperNode, got.Groups)
+	}
+}
