@@ -174,7 +174,11 @@ func ChooseGroups(t topology.Tree, nodes []fwk.NodeInfo, req GroupRequest) (*Gro
 			if i >= c.maxCand {
 				break
 			}
-			gc, no := s.within(g)
+			var cutoff *GroupCost
+			if best != nil {
+				cutoff = &best.Cost
+			}
+			gc, no := s.within(g, cutoff)
 			if gc == nil {
 				if why == "" {
 					why = no
@@ -236,11 +240,18 @@ type order struct {
 	need  int64
 	cands []*topology.HyperNode
 	minT  int
+	// same is the index of an earlier order with the same need and the same candidates (-1 when
+	// none): interchangeable groups are given domains in candidate order only (pos), so each set of
+	// their domains is searched once.
+	same  int
+	class int // the first order of its class of interchangeable groups
+	pos   map[*topology.HyperNode]int
 }
 
 // within finds the best placement of the groups inside gang domain gangNode; nil and a reason when the
-// required ones do not fit.
-func (s *groupSearch) within(gangNode *topology.HyperNode) (*GroupChoice, string) {
+// required ones do not fit. With a cutoff (the best cost of an earlier gang domain), only placements
+// that cost less are looked for: nil then also means none does.
+func (s *groupSearch) within(gangNode *topology.HyperNode, cutoff *GroupCost) (*GroupChoice, string) {
 	c := s.c
 	sub := subtree(s.t, gangNode)
 	var req, opt []order
@@ -286,14 +297,61 @@ func (s *groupSearch) within(gangNode *topology.HyperNode) (*GroupChoice, string
 		}
 	}
 	sort.SliceStable(req, func(i, j int) bool { return req[i].need > req[j].need })
+	markSame(req)
 	b := &bb{s: s, gangNode: gangNode, orders: req, load: map[*topology.HyperNode]int64{}, leafUse: map[*topology.HyperNode]int{},
-		pick: make([]*topology.HyperNode, len(req)), budget: s.budget}
+		pick: make([]*topology.HyperNode, len(req)), budget: s.budget, cutoff: cutoff}
 	b.rest = make([]int, len(req)+1)
+	b.restLeaf = make([]int64, len(req)+1)
 	for i := len(req) - 1; i >= 0; i-- {
 		b.rest[i] = b.rest[i+1] + req[i].minT
+		b.restLeaf[i] = b.restLeaf[i+1]
+		if req[i].minT == s.lowest {
+			b.restLeaf[i] += req[i].need
+		}
+	}
+	b.classLeft = make([]int, len(req))
+	for k := range req {
+		for j := k; j < len(req); j++ {
+			if req[j].class == req[k].class {
+				b.classLeft[k]++
+			}
+		}
+	}
+	b.restGroups = make([]int, len(req)+1)
+	for i := len(req) - 1; i >= 0; i-- {
+		b.restGroups[i] = b.restGroups[i+1]
+		if req[i].minT == s.lowest {
+			b.restGroups[i]++
+			if b.unit == 0 || b.unit == req[i].need {
+				b.unit = req[i].need
+			} else {
+				b.unit = -1
+			}
+		}
+	}
+	var caps []int
+	for _, h := range sub {
+		if h.Tier == s.lowest && !h.IsRoot() {
+			b.leafRoom = max(b.leafRoom, c.rooms[h.Index])
+			if b.unit > 0 {
+				caps = append(caps, int(c.rooms[h.Index]/b.unit))
+			}
+		}
+	}
+	if b.unit > 0 {
+		sort.Sort(sort.Reverse(sort.IntSlice(caps)))
+		b.capPrefix = make([]int, len(caps)+1)
+		for i, n := range caps {
+			b.capPrefix[i+1] = b.capPrefix[i] + n
+		}
+	} else {
+		b.unit = 0
 	}
 	b.dfs(0, 0)
 	if b.best == nil {
+		if cutoff != nil {
+			return nil, ""
+		}
 		return nil, s.shortfall(gangNode, req)
 	}
 	// Replay the best placement, then add the optional groups where they fit.
@@ -305,7 +363,7 @@ func (s *groupSearch) within(gangNode *topology.HyperNode) (*GroupChoice, string
 	}
 	sort.SliceStable(opt, func(i, j int) bool { return opt[i].g < opt[j].g })
 	for _, o := range opt {
-		for _, h := range b.sorted(o.cands) {
+		for _, h := range b.sorted(o.cands, o.need, 1) {
 			if b.fits(h, o.need) {
 				dom[o.g] = h
 				b.add(h, o.need, 1)
@@ -316,6 +374,37 @@ func (s *groupSearch) within(gangNode *topology.HyperNode) (*GroupChoice, string
 	gc := &GroupChoice{Cost: GroupCost{GangTier: gangNode.Tier, TierSum: b.bestCost.TierSum, Leaves: b.bestCost.Leaves}, Exact: b.budget > 0}
 	gc.Groups = s.quotas(dom)
 	return gc, ""
+}
+
+// markSame links each order to the last earlier one with the same need and candidates.
+func markSame(req []order) {
+	for k := range req {
+		req[k].same, req[k].class = -1, k
+		for j := k - 1; j >= 0; j-- {
+			if req[j].need == req[k].need && sameNodes(req[j].cands, req[k].cands) {
+				req[k].same, req[k].pos, req[k].class = j, req[j].pos, req[j].class
+				break
+			}
+		}
+		if req[k].same < 0 {
+			req[k].pos = make(map[*topology.HyperNode]int, len(req[k].cands))
+			for i, h := range req[k].cands {
+				req[k].pos[h] = i
+			}
+		}
+	}
+}
+
+func sameNodes(a, b []*topology.HyperNode) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // subtree lists gangNode and every HyperNode below it.
@@ -336,10 +425,24 @@ type bb struct {
 	gangNode *topology.HyperNode
 	orders   []order
 	rest     []int // rest[k]: the least tier sum of groups k.. (their lowest candidate tiers)
-	load     map[*topology.HyperNode]int64
-	leafUse  map[*topology.HyperNode]int
-	leaves   int
-	pick     []*topology.HyperNode
+	// restLeaf[k]: the pods of groups k.. whose lowest candidate tier is the lowest tier; leafRoom:
+	// the most room of one lowest-tier HyperNode inside gangNode. Together they bound the leaves a
+	// completion at the least tier sum still has to open.
+	restLeaf []int64
+	leafRoom int64
+	// When every group bound for the lowest tier has one size (unit pods; 0 otherwise), the bound
+	// counts whole groups instead: restGroups[k] of them are left, and capPrefix[m] is how many
+	// the m roomiest lowest-tier HyperNodes hold.
+	classLeft  []int // classLeft[k]: groups k.. interchangeable with group k, itself included
+	unit       int64
+	restGroups []int
+	capPrefix  []int
+	done       bool // the best found has the least cost possible
+	cutoff     *GroupCost
+	load       map[*topology.HyperNode]int64
+	leafUse    map[*topology.HyperNode]int
+	leaves     int
+	pick       []*topology.HyperNode
 
 	best     []*topology.HyperNode
 	bestCost GroupCost
@@ -378,10 +481,12 @@ func (b *bb) add(h *topology.HyperNode, need int64, sign int) {
 }
 
 // sorted orders candidates: lowest tier first, then lowest-tier HyperNodes already in use (they add
-// no domain), then the least room left (best fit), then name; of unused sibling leaves (no
+// no domain), then the most groups of need pods each holds of the class (left of them, this one
+// included; so interchangeable groups fill the HyperNodes holding several of them first and reach
+// the fewest leaves at once), then the least room left (best fit), then name; of unused sibling leaves (no
 // children) with the same room only the first is kept: they are interchangeable. HyperNodes with
 // children are all kept, since the same room may be split differently below them.
-func (b *bb) sorted(cands []*topology.HyperNode) []*topology.HyperNode {
+func (b *bb) sorted(cands []*topology.HyperNode, need int64, left int) []*topology.HyperNode {
 	type key struct {
 		parent *topology.HyperNode
 		room   int64
@@ -409,6 +514,9 @@ func (b *bb) sorted(cands []*topology.HyperNode) []*topology.HyperNode {
 			return ui
 		}
 		li, lj := rooms[hi.Index]-b.load[hi], rooms[hj.Index]-b.load[hj]
+		if ci, cj := min(li/need, int64(left)), min(lj/need, int64(left)); ci != cj {
+			return ci > cj
+		}
 		if li != lj {
 			return li < lj
 		}
@@ -417,24 +525,72 @@ func (b *bb) sorted(cands []*topology.HyperNode) []*topology.HyperNode {
 	return out
 }
 
+// lowerBound is the least cost of any completion of the first k groups' domains: the groups left
+// at their lowest tiers, and those of them bound for the lowest tier in the room left in the leaves
+// already used, then in the biggest leaves.
+func (b *bb) lowerBound(k, tierSum int) GroupCost {
+	lb := GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum + b.rest[k], Leaves: b.leaves}
+	if left := b.restGroups[k]; b.unit > 0 && left > 0 {
+		for h, n := range b.leafUse {
+			if n > 0 {
+				left -= int(max(b.s.c.rooms[h.Index]-b.load[h], 0) / b.unit)
+			}
+		}
+		if left > 0 {
+			// The fewest lowest-tier HyperNodes holding left more groups (used ones counted at their
+			// full room: still a lower bound).
+			m := sort.SearchInts(b.capPrefix, left)
+			lb.Leaves += m
+		}
+		return lb
+	}
+	if need := b.restLeaf[k]; need > 0 && b.leafRoom > 0 {
+		for h, n := range b.leafUse {
+			if n > 0 {
+				need -= max(b.s.c.rooms[h.Index]-b.load[h], 0)
+			}
+		}
+		if need > 0 {
+			lb.Leaves += int((need + b.leafRoom - 1) / b.leafRoom)
+		}
+	}
+	return lb
+}
+
 func (b *bb) dfs(k, tierSum int) {
-	if b.budget <= 0 {
+	if b.budget <= 0 || b.done {
 		return
 	}
 	b.budget--
-	if b.best != nil {
-		lb := GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum + b.rest[k], Leaves: b.leaves}
-		if !lb.Less(b.bestCost) {
+	if b.best != nil || b.cutoff != nil {
+		lb := b.lowerBound(k, tierSum)
+		if (b.best != nil && !lb.Less(b.bestCost)) || (b.cutoff != nil && !lb.Less(*b.cutoff)) {
 			return
 		}
 	}
 	if k == len(b.orders) {
-		b.best = append([]*topology.HyperNode(nil), b.pick...)
+		// make, not append to nil: with no required group the empty placement is a valid best
+		// (a gang whose minimum is already placed still places its optional sub-groups).
+		b.best = make([]*topology.HyperNode, len(b.pick))
+		copy(b.best, b.pick)
 		b.bestCost = GroupCost{GangTier: b.gangNode.Tier, TierSum: tierSum, Leaves: b.leaves}
+		// Nothing can beat the bound of the empty placement: stop.
+		saved := b.leafUse
+		b.leafUse, b.leaves = nil, 0
+		if !b.lowerBound(0, 0).Less(b.bestCost) {
+			b.done = true
+		}
+		b.leafUse, b.leaves = saved, b.bestCost.Leaves
 		return
 	}
 	o := b.orders[k]
-	for _, h := range b.sorted(o.cands) {
+	cands := o.cands
+	if o.same >= 0 {
+		// Interchangeable with an earlier group: a domain no earlier in candidate order than its.
+		from := o.pos[b.pick[o.same]]
+		cands = cands[from:]
+	}
+	for _, h := range b.sorted(cands, o.need, b.classLeft[k]) {
 		if !b.fits(h, o.need) {
 			continue
 		}

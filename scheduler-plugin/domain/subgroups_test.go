@@ -132,11 +132,14 @@ func bruteGroups(t topology.Tree, free map[string]int64, pod int64, req GroupReq
 	return best, found
 }
 
+// bruteCases is how many random instances TestChooseGroupsMatchesBruteForce checks.
+const bruteCases = 400
+
 func TestChooseGroupsMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewSource(37))
 	const podGPU = 2
 	feasible := 0
-	for it := 0; it < 400; it++ {
+	for it := 0; it < bruteCases; it++ {
 		f := randomFabric(r)
 		req := GroupRequest{Request: Request{Demand: Demand{Pods: []corev1.ResourceList{rl("1", podGPU)}}}}
 		switch r.Intn(4) {
@@ -147,6 +150,9 @@ func TestChooseGroupsMatchesBruteForce(t *testing.T) {
 		case 3:
 			req.Topology, req.Limit = true, soft
 		}
+		// Every other case: sub-groups of one policy (one size and limit), the usual shape, which
+		// the search treats as interchangeable.
+		uniform := it%2 == 1
 		for g := 0; g < 1+r.Intn(4); g++ {
 			grp := Group{Name: fmt.Sprintf("g%d", g), Pods: 1 + r.Intn(5), Required: true, Topology: r.Intn(5) > 0}
 			if grp.Topology {
@@ -155,6 +161,9 @@ func TestChooseGroupsMatchesBruteForce(t *testing.T) {
 				} else {
 					grp.Limit = hard(1 + r.Intn(2))
 				}
+			}
+			if uniform && g > 0 {
+				grp.Pods, grp.Topology, grp.Limit, grp.Want = req.Groups[0].Pods, req.Groups[0].Topology, req.Groups[0].Limit, req.Groups[0].Want
 			}
 			req.Groups = append(req.Groups, grp)
 		}
@@ -182,7 +191,7 @@ func TestChooseGroupsMatchesBruteForce(t *testing.T) {
 		}
 	}
 	if feasible < 100 {
-		t.Fatalf("only %d of 400 random cases were feasible: the generator tests too little", feasible)
+		t.Fatalf("only %d of %d random cases were feasible: the generator tests too little", feasible, bruteCases)
 	}
 }
 
@@ -257,5 +266,31 @@ func TestChooseGroupsFallbackAndWait(t *testing.T) {
 	}
 	if got == nil || got.Groups[0].Tier != 2 || !strings.Contains(got.Groups[0].Fallback, "sub-group a (soft, wants highestTierAllowed=1) placed in HyperNode spine-0 (tier 2)") {
 		t.Fatalf("soft sub-group of 3: %+v", got)
+	}
+}
+
+// A gang whose required sub-groups are all placed (need 0) still gets a choice: the optional
+// sub-group that has no room whole is reported as not placed, not as a required shortfall.
+func TestChooseGroupsNothingRequired(t *testing.T) {
+	c := newCluster() // 4 racks of 4 nodes x 8 GPUs; spine-0 = racks 0,1
+	for _, n := range []string{"n0", "n1", "n2", "n4", "n5", "n6"} {
+		c.use(n, rl("1", 8)) // racks 0 and 1: one free node each
+	}
+	worker := rl("1", 8)
+	var got *GroupChoice
+	var err error
+	c.cache.Read(func(tr topology.Tree) {
+		got, err = ChooseGroups(tr, c.nodeInfos(), GroupRequest{Request: Request{Demand: Demand{Pods: []corev1.ResourceList{worker}}, Topology: true, Limit: hard(2),
+			Placed: []string{"n0", "n4"}},
+			Groups: []Group{
+				{Name: "a", Pods: 0, Topology: true, Limit: hard(1), Placed: []string{"n0"}},
+				{Name: "b", Pods: 2, Topology: true, Limit: hard(1)},
+			}})
+	})
+	if err != nil {
+		t.Fatalf("nothing required: %v", err)
+	}
+	if got.HyperNode != "spine-0" || got.Groups[1].Placed {
+		t.Fatalf("got %s, groups %+v; want spine-0 with b not placed", got.HyperNode, got.Groups)
 	}
 }
