@@ -32,7 +32,7 @@ func trainerObject(kind, ns, name string, spec map[string]any) *unstructured.Uns
 	return u
 }
 
-// A TrainJob whose ClusterTrainingRuntime names hyperbatch-scheduler: Trainer's controller (v2.0.0)
+// A TrainJob whose ClusterTrainingRuntime names hyperbatch-scheduler: Trainer's controller (v2.3.0)
 // creates its JobSet, which becomes a gang: the PodGroup (minMember = the TrainJob's numNodes,
 // minResources from the runtime's container), controlled by the JobSet, exists before the first pod
 // the JobSet and Job controllers create, and every pod is in the gang.
@@ -104,5 +104,5 @@ func TestTrainJobBecomesAGang(t *testing.T) {
 	rec.assertPodGroupFirst(t, pg, pods)
 	var all schedulingv1beta1.PodGroupList
 	require.NoError(t, env.Client.List(ctx, &all, client.InNamespace(ns)))
-	assert.Len(t, all.Items, 1, "one PodGroup for the TrainJob (Trainer v2.0.0 makes none without a podGroupPolicy)")
+	assert.Len(t, all.Items, 1, "one PodGroup for the TrainJob (Trainer v2.3.0 makes none without a podGroupPolicy)")
 }
