@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -386,4 +387,34 @@ func startComponent(ctx context.Context, o NeighbourOptions, c localproc.Compone
 	c.Args = append(c.Args, o.ExtraArgs...)
 	c.StartTimeout = o.StartTimeout
 	return localproc.StartReady(ctx, c, localproc.StartOptions{LogPath: filepath.Join(o.LogDir, c.Name+".log")})
+}
+
+// TrainerModuleDir is the directory of the Kubeflow Trainer module hack/tools/trainer/go.mod pins, in
+// the Go module cache (`go env GOMODCACHE`; hack/tools.sh and hack/crds.sh download it): its
+// examples/ and manifests/ are what a new user applies.
+func TrainerModuleDir() (string, error) {
+	const mod = "github.com/kubeflow/trainer/v2"
+	gomod := filepath.Join(RepoRoot(), "hack", "tools", "trainer", "go.mod")
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", fmt.Errorf("reading Trainer's pin: %w", err)
+	}
+	var version string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == mod {
+			version = f[1]
+		}
+	}
+	if version == "" {
+		return "", fmt.Errorf("%s does not require %s", gomod, mod)
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), mod+"@"+version)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("the Trainer module %s is not in the module cache (run hack/tools.sh trainer-controller-manager or make crds): %w", version, err)
+	}
+	return dir, nil
 }

@@ -2,9 +2,7 @@ package podgroupneighbours
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,20 +35,7 @@ func trainerObject(kind, ns, name string, spec map[string]any) *unstructured.Uns
 // minResources from the runtime's container), controlled by the JobSet, exists before the first pod
 // the JobSet and Job controllers create, and every pod is in the gang.
 func TestTrainJobBecomesAGang(t *testing.T) {
-	framework.StartJobSetAndJobControllers(t, env.Env)
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := framework.StartTrainerController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(tc.LogTail(60))
-		}
-		assert.NoError(t, tc.Stop())
-	})
+	startTrainer(t)
 
 	ctx := context.Background()
 	ns := namespace(t)
