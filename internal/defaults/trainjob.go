@@ -132,3 +132,9 @@ func TrainJobWithRuntime(tj *unstructured.Unstructured, runtimeQueue string, ns 
 	}
 	return res
 }
+
+// TrainJobOwned reports whether a TrainJob is obj's controller (Trainer's JobSet of a TrainJob).
+func TrainJobOwned(obj metav1.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.Kind == TrainJobGVK.Kind && ref.APIVersion == TrainJobGVK.GroupVersion().String()
+}

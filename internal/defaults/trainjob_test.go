@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 )
@@ -100,4 +102,21 @@ func TestTrainJobQueue(t *testing.T) {
 	assert.Equal(t, 2, i)
 	_, i = TrainJobQueue(trainJob(nil, nil))
 	assert.Equal(t, -1, i)
+}
+
+// A JobSet a TrainJob controls gets the scheduling defaults but no TTL or deadline of its own: the
+// TrainJob's lifecycle governs it.
+func TestJobSetOfATrainJobGetsNoLifecycle(t *testing.T) {
+	pols := mustPolicies(t, teamA())
+	js := jobSet(nil, nil, podTemplate(nil, "", "", nil))
+	js.OwnerReferences = []metav1.OwnerReference{{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: "TrainJob", Name: "train", UID: "u", Controller: ptr.To(true)}}
+	res := JobSet(js, nsA, pols)
+	assert.True(t, res.Filled("metadata.annotations["+QueueNameAnnotation+"]"))
+	assert.Nil(t, js.Spec.TTLSecondsAfterFinished)
+	assert.NotContains(t, js.Annotations, hbv1.ActiveDeadlineSecondsAnnotation)
+	assert.Equal(t, "team-a/queue,priorityClassName,schedulerName;jobset:train/groupName", js.Annotations[hbv1.DefaultedByAnnotation])
+
+	plain := jobSet(nil, nil, podTemplate(nil, "", "", nil))
+	JobSet(plain, nsA, pols)
+	assert.NotNil(t, plain.Spec.TTLSecondsAfterFinished, "a JobSet of its own still gets the policy's TTL")
 }

@@ -19,6 +19,14 @@ var trainJob = Workload{
 	Title: "TrainJob",
 	Admission: Admission{Uncovered: "its queue is an entry of spec.runtimePatches (a list keyed by manager) and the queue a runtime's template names " +
 		"is read from the runtime, which the generated policies cannot do"},
+	// Its deadline is native (Trainer enforces it, ending it Failed/DeadlineExceeded); its TTL is
+	// hyperbatch's annotation, which controllers/lifecycle enforces (Trainer v2.3.0 has none).
+	Lifecycle: &Lifecycle{
+		Deadline: InNativeField, TTL: InAnnotation,
+		Started:    typed(TrainJobStart),
+		FinishedAt: typed(TrainJobFinishedAt),
+		Suspended:  typed(TrainJobSuspended),
+	},
 	CLI: CLI{Name: "trainjob", Aliases: []string{"tj"}},
 }
 

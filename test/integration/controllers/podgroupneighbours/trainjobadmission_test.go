@@ -21,12 +21,15 @@ import (
 // governedNamespace is a new namespace governed by a WorkloadPolicy of its own (queue tq, allowed tq
 // and shared, hyperbatch-scheduler, TTL 3600 s, deadline 600 s), returned once the webhook's policy
 // cache has it (a dry-run TrainJob comes back defaulted: the positive signal).
-func governedNamespace(t *testing.T) string {
+func governedNamespace(t *testing.T) string { return governedNamespaceWith(t, 3600, 600) }
+
+// governedNamespaceWith is governedNamespace with the policy's TTL and deadline.
+func governedNamespaceWith(t *testing.T, ttl int32, deadline int64) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := namespace(t)
 	pol := builders.MakePolicy("tj-"+ns).Weight(5).Selector("tj-policy", ns).Queue("tq").Scheduler("hyperbatch-scheduler").
-		Lifecycle(3600, 600).AllowedQueues("tq", "shared").Obj()
+		Lifecycle(ttl, deadline).AllowedQueues("tq", "shared").Obj()
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
 	nsObj := &corev1.Namespace{}
