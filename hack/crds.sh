@@ -13,8 +13,8 @@
 #   training/  the HyperJob CRD, which Volcano does not publish: generated with controller-gen from
 #              volcano.sh/apis pkg/apis/training/v1alpha1
 #   trainer/   Kubeflow Trainer's CRDs (github.com/kubeflow/trainer/v2 manifests/base/crds: TrainJob,
-#              TrainingRuntime, ClusterTrainingRuntime) and the scheduler-plugins PodGroup its controller
-#              watches (sigs.k8s.io/scheduler-plugins config/crd/bases), the versions
+#              TrainingRuntime, ClusterTrainingRuntime) and the scheduler-plugins PodGroup of its coscheduling
+#              plugin (sigs.k8s.io/scheduler-plugins config/crd/bases), the versions
 #              hack/tools/trainer/go.mod pins; only the TrainJob integration test installs them
 #
 # `hack/crds.sh kueue` (make bench-tools; never make test) gathers, for the peers benchmark only, into
@@ -34,8 +34,8 @@ VOLCANO_APIS=volcano.sh/apis@v1.14.0
 KUEUE=sigs.k8s.io/kueue@v0.19.2
 KARMADA=github.com/karmada-io/karmada@v1.16.0
 JOBSET=sigs.k8s.io/jobset@v0.11.0
-TRAINER=github.com/kubeflow/trainer/v2@v2.0.0
-SCHED_PLUGINS=sigs.k8s.io/scheduler-plugins@v0.30.6
+TRAINER=github.com/kubeflow/trainer/v2@v2.3.0
+SCHED_PLUGINS=sigs.k8s.io/scheduler-plugins@v0.35.4-devel
 # The versions the trainer tool module pins must be the ones whose CRDs are installed.
 for pin in "$TRAINER" "$SCHED_PLUGINS"; do
   grep -q "^[[:space:]]*${pin%@*} ${pin#*@}\b" hack/tools/trainer/go.mod || die "hack/tools/trainer/go.mod does not pin $pin; update hack/crds.sh."

@@ -35,8 +35,8 @@ func TestConfigurations(t *testing.T) {
 	if mwc.Name != MutatingConfigurationName || vwc.Name != ValidatingConfigurationName {
 		t.Fatalf("names %q %q", mwc.Name, vwc.Name)
 	}
-	if len(mwc.Webhooks) != 16 || len(vwc.Webhooks) != 14 {
-		t.Fatalf("%d mutating, %d validating webhooks; want 16 (a CREATE and an UPDATE entry for 6 kinds, for the self-declared-gang JobSets and for the Volcano Job PodGroups of ungoverned namespaces) and 14 (the same for 7 kinds but no Pod CREATE: the mutating webhook judges it; and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
+	if len(mwc.Webhooks) != 18 || len(vwc.Webhooks) != 16 {
+		t.Fatalf("%d mutating, %d validating webhooks; want 18 (a CREATE and an UPDATE entry for 7 kinds, for the self-declared-gang JobSets and for the Volcano Job PodGroups of ungoverned namespaces) and 16 (the same for 8 kinds but no Pod CREATE: the mutating webhook judges it; and the JobSet pods' PodGroup gate)", len(mwc.Webhooks), len(vwc.Webhooks))
 	}
 	for _, e := range vwc.Webhooks {
 		if e.Name == EntryName(KindPod, false) {

@@ -34,6 +34,7 @@ const (
 	KindPodGroup          = defaults.KindPodGroup
 	KindJobSet            = defaults.KindJobSet
 	KindHyperJob          = defaults.KindHyperJob
+	KindTrainJob          = defaults.KindTrainJob
 	KindPropagationPolicy = defaults.KindPropagationPolicy
 	KindWorkloadPolicy    = defaults.KindWorkloadPolicy
 )
@@ -49,6 +50,7 @@ const (
 	MutatePodGroupPath          = defaults.MutatePodGroupPath
 	MutateJobSetPath            = defaults.MutateJobSetPath
 	MutateHyperJobPath          = defaults.MutateHyperJobPath
+	MutateTrainJobPath          = defaults.MutateTrainJobPath
 	MutatePropagationPolicyPath = defaults.MutatePropagationPolicyPath
 
 	ValidatePodPath        = defaults.ValidatePodPath
@@ -56,6 +58,7 @@ const (
 	ValidatePodGroupPath   = defaults.ValidatePodGroupPath
 	ValidateJobSetPath     = defaults.ValidateJobSetPath
 	ValidateHyperJobPath   = defaults.ValidateHyperJobPath
+	ValidateTrainJobPath   = defaults.ValidateTrainJobPath
 	// ValidatePropagationPolicyPath serves the allowedClusters check of PropagationPolicies.
 	ValidatePropagationPolicyPath = defaults.ValidatePropagationPolicyPath
 
@@ -250,6 +253,9 @@ var kindHandlers = map[Kind]func(d *deps) (mutate, validate admission.Handler){
 	},
 	KindHyperJob: func(d *deps) (admission.Handler, admission.Handler) {
 		return d.hyperJobMutator(), d.hyperJobValidator()
+	},
+	KindTrainJob: func(d *deps) (admission.Handler, admission.Handler) {
+		return d.trainJobMutator(), d.trainJobValidator()
 	},
 	KindPropagationPolicy: func(d *deps) (admission.Handler, admission.Handler) {
 		return d.propagationPolicyMutator(), d.propagationPolicyValidator()

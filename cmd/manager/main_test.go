@@ -37,7 +37,7 @@ func TestSelectedWebhookKinds(t *testing.T) {
 	assert.Equal(t, []webhook.Kind{webhook.KindHyperJob, webhook.KindVolcanoJob, webhook.KindPropagationPolicy}, got)
 
 	_, err = selectedWebhookKinds("HyperJob,Job")
-	require.EqualError(t, err, `--webhook-kinds: unknown kind "Job"; valid kinds are Pod, VolcanoJob, PodGroup, JobSet, HyperJob, PropagationPolicy, WorkloadPolicy, or * for all`)
+	require.EqualError(t, err, `--webhook-kinds: unknown kind "Job"; valid kinds are Pod, VolcanoJob, PodGroup, JobSet, HyperJob, TrainJob, PropagationPolicy, WorkloadPolicy, or * for all`)
 
 	_, err = selectedWebhookKinds(" , ")
 	require.ErrorContains(t, err, "--webhook-kinds: no kind given; valid kinds are Pod, VolcanoJob")
@@ -71,7 +71,7 @@ func TestApplyMode(t *testing.T) {
 	o = options{mode: modeMember, controllers: "*", webhookKinds: "*"}
 	require.NoError(t, applyMode(&o, map[string]bool{}))
 	assert.Equal(t, "admissionparams,hypernode,lifecycle,namespacelabel,podgroup,podgroupstatus,workloadpolicy", o.controllers)
-	assert.Equal(t, "Pod,VolcanoJob,PodGroup,JobSet,WorkloadPolicy", o.webhookKinds)
+	assert.Equal(t, "Pod,VolcanoJob,PodGroup,JobSet,TrainJob,WorkloadPolicy", o.webhookKinds)
 	o = options{mode: modeMember, controllers: "podgroup,hyperjob", webhookKinds: "*"}
 	require.EqualError(t, applyMode(&o, map[string]bool{"controllers": true}),
 		`--controllers: controller "hyperjob" runs on the Karmada control plane (--mode=control-plane), not in a member cluster (--mode=member): HyperJobs are split there`)

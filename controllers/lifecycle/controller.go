@@ -144,6 +144,7 @@ func (r *Reconciler) kindControllers() map[defaults.Kind]kindController {
 		defaults.KindJobSet:     {name: "jobset", object: func() client.Object { return &jobsetv1alpha2.JobSet{} }, reconcile: r.reconcileJobSet},
 		defaults.KindHyperJob: {name: "hyperjob", object: func() client.Object { return &trainingv1alpha1.HyperJob{} }, reconcile: r.reconcileHyperJob,
 			needs: []defaults.Kind{defaults.KindVolcanoJob}, setup: setupHyperJob},
+		defaults.KindTrainJob: {name: "trainjob", object: func() client.Object { return defaults.NewTrainJob() }, reconcile: r.reconcileTrainJob},
 	}
 }
 

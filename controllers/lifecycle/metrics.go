@@ -13,13 +13,14 @@ const (
 	KindHyperJob = "HyperJob"
 	KindJobSet   = "JobSet"
 	KindVCJob    = "VolcanoJob"
+	KindTrainJob = "TrainJob"
 
 	// ActionDeadline: the workload was ended for DeadlineExceeded (HyperJob: Failed condition written;
 	// JobSet: Failed condition written; Volcano Job: AbortJob decided and recorded).
 	ActionDeadline = "deadline"
 	// ActionAbortChild: a HyperJob's child Volcano Job was aborted because the HyperJob's deadline passed.
 	ActionAbortChild = "abort_child"
-	// ActionTTLDelete: this controller deleted a finished HyperJob whose TTL expired.
+	// ActionTTLDelete: this controller deleted a finished HyperJob or TrainJob whose TTL expired.
 	ActionTTLDelete = "ttl_delete"
 	// ActionNativeTTLDelete: a finished JobSet or Volcano Job with a native spec.ttlSecondsAfterFinished
 	// was deleted by its own controller (observed here, not performed).
@@ -30,7 +31,7 @@ const (
 var (
 	actionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hyperbatch_lifecycle_actions_total",
-		Help: "Lifecycle actions by workload kind (HyperJob, JobSet, VolcanoJob) and action (deadline, abort_child, ttl_delete, native_ttl_delete).",
+		Help: "Lifecycle actions by workload kind (HyperJob, JobSet, VolcanoJob, TrainJob) and action (deadline, abort_child, ttl_delete, native_ttl_delete).",
 	}, []string{"kind", "action"})
 	// actionLag is the seed's ttl_deletion_latency_seconds generalised to every lifecycle action.
 	actionLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -49,7 +50,7 @@ var (
 func registerMetrics() {
 	registerOnce.Do(func() {
 		metrics.Registry.MustRegister(actionsTotal, actionLag, reconcileErrors)
-		for _, k := range []string{KindHyperJob, KindJobSet, KindVCJob} {
+		for _, k := range []string{KindHyperJob, KindJobSet, KindVCJob, KindTrainJob} {
 			reconcileErrors.WithLabelValues(k)
 		}
 	})

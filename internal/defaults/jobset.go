@@ -11,7 +11,8 @@ import (
 
 // JobSet fills a JobSet's queue annotation, copies its queue into every replicatedJob's pod template
 // that has none, fills the pod templates' priorityClassName and schedulerName, and fills
-// spec.ttlSecondsAfterFinished and the hyperbatch.dev/active-deadline-seconds annotation. When the
+// spec.ttlSecondsAfterFinished and the hyperbatch.dev/active-deadline-seconds annotation (not for a
+// JobSet a TrainJob controls: TrainJobOwned). When the
 // JobSet is a gang (JobSetIsGang), every pod template without one gets the annotation
 // scheduling.k8s.io/group-name: <JobSet name>, the PodGroup controllers/podgroup makes.
 //
@@ -67,6 +68,12 @@ func JobSet(js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
 		}
 	}
 
+	// A TrainJob's JobSet is governed by the TrainJob's lifecycle (its native deadline, hyperbatch's
+	// TTL annotation on it): a TTL or deadline of its own would delete or fail it under a live
+	// TrainJob.
+	if TrainJobOwned(js) {
+		return r.finish(&js.ObjectMeta)
+	}
 	if js.Spec.TTLSecondsAfterFinished == nil && d.TTLSecondsAfterFinished != nil {
 		v := *d.TTLSecondsAfterFinished
 		js.Spec.TTLSecondsAfterFinished = &v

@@ -32,6 +32,7 @@ const (
 	KindPodGroup          Kind = "PodGroup"
 	KindJobSet            Kind = "JobSet"
 	KindHyperJob          Kind = "HyperJob"
+	KindTrainJob          Kind = "TrainJob"
 	KindPropagationPolicy Kind = "PropagationPolicy"
 	KindWorkloadPolicy    Kind = "WorkloadPolicy"
 )
@@ -44,12 +45,14 @@ const (
 	MutatePodGroupPath            = "/mutate-podgroup"
 	MutateJobSetPath              = "/mutate-jobset"
 	MutateHyperJobPath            = "/mutate-hyperjob"
+	MutateTrainJobPath            = "/mutate-trainjob"
 	MutatePropagationPolicyPath   = "/mutate-propagationpolicy"
 	ValidatePodPath               = "/validate-pod"
 	ValidateVolcanoJobPath        = "/validate-volcano-job"
 	ValidatePodGroupPath          = "/validate-podgroup"
 	ValidateJobSetPath            = "/validate-jobset"
 	ValidateHyperJobPath          = "/validate-hyperjob"
+	ValidateTrainJobPath          = "/validate-trainjob"
 	ValidatePropagationPolicyPath = "/validate-propagationpolicy"
 	ValidateWorkloadPolicyPath    = "/validate-workloadpolicy"
 )
@@ -123,6 +126,10 @@ var kindTable = []KindSpec{
 	{Kind: KindHyperJob, GVK: trainingv1alpha1.SchemeGroupVersion.WithKind("HyperJob"), Resource: "hyperjobs",
 		MutatePath: MutateHyperJobPath, ValidatePath: ValidateHyperJobPath,
 		New: func() Object { return &trainingv1alpha1.HyperJob{} }, Default: engine(HyperJob), CarryOver: CarryOverDropped},
+	// Kubeflow Trainer's TrainJob, as an unstructured object (trainjob.go).
+	{Kind: KindTrainJob, GVK: TrainJobGVK, Resource: "trainjobs",
+		MutatePath: MutateTrainJobPath, ValidatePath: ValidateTrainJobPath,
+		New: func() Object { return NewTrainJob() }, Default: engine(TrainJob), CarryOver: CarryOverDropped},
 	{Kind: KindPropagationPolicy, GVK: policyv1alpha1.SchemeGroupVersion.WithKind("PropagationPolicy"), Resource: "propagationpolicies",
 		MutatePath: MutatePropagationPolicyPath, ValidatePath: ValidatePropagationPolicyPath,
 		New: func() Object { return &policyv1alpha1.PropagationPolicy{} }, Default: engine(PropagationPolicy), CarryOver: CarryOverDropped},

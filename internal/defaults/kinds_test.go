@@ -32,7 +32,7 @@ func TestKindTable(t *testing.T) {
 	}
 	paths := map[string]Kind{}
 	pols := mustPolicies(t, teamA())
-	require.Len(t, Kinds(), 7)
+	require.Len(t, Kinds(), 8)
 	for _, spec := range Kinds() {
 		t.Run(string(spec.Kind), func(t *testing.T) {
 			gvks, _, err := s.ObjectKinds(spec.New())
@@ -105,7 +105,7 @@ func TestParseKinds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []Kind{KindHyperJob, KindVolcanoJob, KindPropagationPolicy}, got)
 	_, err = ParseKinds("Pod,Deployment")
-	assert.EqualError(t, err, `unknown kind "Deployment"; valid kinds are Pod, VolcanoJob, PodGroup, JobSet, HyperJob, PropagationPolicy, WorkloadPolicy, or * for all`)
+	assert.EqualError(t, err, `unknown kind "Deployment"; valid kinds are Pod, VolcanoJob, PodGroup, JobSet, HyperJob, TrainJob, PropagationPolicy, WorkloadPolicy, or * for all`)
 	_, err = ParseKinds("")
 	assert.ErrorContains(t, err, "no kind given")
 }

@@ -139,7 +139,7 @@ func typed[T Object, R any](f func(T) R) func(Object) R {
 }
 
 // table is in the order of the defaults engine's kind table.
-var table = []Workload{pod, volcanoJob, podGroup, jobSet, hyperJob, propagationPolicy, workloadPolicy}
+var table = []Workload{pod, volcanoJob, podGroup, jobSet, hyperJob, trainJob, propagationPolicy, workloadPolicy}
 
 // All returns the registry, in the order of the defaults engine's kind table.
 func All() []Workload { return slices.Clone(table) }

@@ -85,7 +85,7 @@ func TestViews(t *testing.T) {
 	for _, w := range workload.WithLifecycle() {
 		withLifecycle = append(withLifecycle, w.Kind)
 	}
-	assert.Equal(t, []defaults.Kind{defaults.KindVolcanoJob, defaults.KindJobSet, defaults.KindHyperJob}, withLifecycle)
+	assert.Equal(t, []defaults.Kind{defaults.KindVolcanoJob, defaults.KindJobSet, defaults.KindHyperJob, defaults.KindTrainJob}, withLifecycle)
 	gangs := workload.Gangs(workload.MadeByHyperbatch)
 	require.Len(t, gangs, 1)
 	assert.Equal(t, defaults.KindJobSet, gangs[0].Kind)

@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -177,24 +177,47 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	return p, nil
 }
 
-// TrainerNamespace, TrainerWebhookSecret and TrainerWebhookConfiguration are what Kubeflow Trainer
-// v2.0.0's controller manager expects to exist (pkg/util/cert, cmd/trainer-controller-manager, as its
-// manifests create them): it writes its webhook certificate into that Secret of the namespace it runs
-// in (kubeflow-system outside a pod) and injects its CA into that ValidatingWebhookConfiguration.
-// StartTrainerController creates all three.
+// TrainerNamespace, TrainerWebhookSecret, TrainerWebhookConfiguration and
+// TrainerMutatingWebhookConfiguration are what Kubeflow Trainer v2.3.0's controller manager expects
+// to exist (pkg/util/cert, cmd/trainer-controller-manager, as its manifests create them): it writes
+// its webhook certificate into that Secret of the namespace it runs in (kubeflow-system outside a
+// pod) and injects its CA into both webhook configurations. StartTrainerController creates all four.
 const (
-	TrainerNamespace            = "kubeflow-system"
-	TrainerWebhookSecret        = "kubeflow-trainer-webhook-cert"
-	TrainerWebhookConfiguration = "validator.trainer.kubeflow.org"
+	TrainerNamespace                    = "kubeflow-system"
+	TrainerWebhookSecret                = "kubeflow-trainer-webhook-cert"
+	TrainerWebhookConfiguration         = "validator.trainer.kubeflow.org"
+	TrainerMutatingWebhookConfiguration = "defaulter.trainer.kubeflow.org"
 )
 
+// trainerConfig is Trainer v2.3.0's Configuration (config.trainer.kubeflow.org/v1alpha1; it has no
+// command-line flags for its ports): probes, webhook server and status server on the given loopback
+// ports, metrics off, no leader election.
+func trainerConfig(health, webhook, status int) string {
+	return fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: %s
+metrics:
+  bindAddress: "0"
+webhook:
+  port: %d
+  host: 127.0.0.1
+leaderElection:
+  leaderElect: false
+statusServer:
+  port: %d
+`, localproc.Loopback(health), webhook, status)
+}
+
 // StartTrainerController starts Kubeflow Trainer's controller manager (trainer-controller-manager,
-// github.com/kubeflow/trainer/v2 v2.0.0): its TrainJob controller turns TrainJobs into JobSets. The
-// namespace, Secret and webhook configuration it expects are created first; the configuration has no
-// webhooks, so the apiserver never calls Trainer's validating webhooks (their certificate is for a
-// Service name, not loopback) and TrainJobs are admitted unvalidated. Its webhook server and probes
-// listen on free loopback ports; its certificate is copied from its Secret into the fixed directory
-// the binary reads (TrainerCertDir), as a kubelet would mount it.
+// github.com/kubeflow/trainer/v2 v2.3.0): its TrainJob controller turns TrainJobs into JobSets (and,
+// for a runtime with podGroupPolicy.volcano, a Volcano PodGroup). The namespace, Secret and webhook
+// configurations it expects are created first; the configurations have no webhooks, so the
+// apiserver never calls Trainer's webhooks (their certificate is for a Service name, not loopback)
+// and TrainJobs are admitted undefaulted and unvalidated. Its configuration file (trainerConfig, in
+// LogDir) puts its webhook server, probes and status server on free loopback ports; its certificate
+// is copied from its Secret into the fixed directory the binary reads (TrainerCertDir), as a kubelet
+// would mount it.
 func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -219,13 +242,20 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
 	}
-	ports, err := localproc.FreePorts(2)
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TrainerMutatingWebhookConfiguration}}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating MutatingWebhookConfiguration %s for Trainer: %w", TrainerMutatingWebhookConfiguration, err)
+	}
+	ports, err := localproc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	health, webhook := ports[0], ports[1]
-	args := []string{"--kubeconfig=" + o.Kubeconfig, "--health-probe-bind-address=" + localproc.Loopback(health),
-		"--webhook-server-port=" + strconv.Itoa(webhook), "--metrics-bind-address=0", "--zap-log-level=info"}
+	health, webhook, status := ports[0], ports[1], ports[2]
+	conf := filepath.Join(o.LogDir, "trainer-config.yaml")
+	if err := os.WriteFile(conf, []byte(trainerConfig(health, webhook, status)), 0o600); err != nil {
+		return nil, fmt.Errorf("writing Trainer's configuration %s: %w", conf, err)
+	}
+	args := []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + conf, "--zap-log-level=info"}
 	// Trainer's cert rotator writes the certificate into the Secret and then waits (backing off up to
 	// minutes) for the files in its fixed directory, where a pod would have the Secret mounted; play
 	// the kubelet's part while the process starts.
@@ -244,7 +274,7 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	return p, nil
 }
 
-// TrainerCertDir is where Trainer v2.0.0's controller manager reads its webhook certificate (fixed in
+// TrainerCertDir is where Trainer v2.3.0's controller manager reads its webhook certificate (fixed in
 // its pkg/util/cert).
 const TrainerCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
@@ -357,4 +387,34 @@ func startComponent(ctx context.Context, o NeighbourOptions, c localproc.Compone
 	c.Args = append(c.Args, o.ExtraArgs...)
 	c.StartTimeout = o.StartTimeout
 	return localproc.StartReady(ctx, c, localproc.StartOptions{LogPath: filepath.Join(o.LogDir, c.Name+".log")})
+}
+
+// TrainerModuleDir is the directory of the Kubeflow Trainer module hack/tools/trainer/go.mod pins, in
+// the Go module cache (`go env GOMODCACHE`; hack/tools.sh and hack/crds.sh download it): its
+// examples/ and manifests/ are what a new user applies.
+func TrainerModuleDir() (string, error) {
+	const mod = "github.com/kubeflow/trainer/v2"
+	gomod := filepath.Join(RepoRoot(), "hack", "tools", "trainer", "go.mod")
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return "", fmt.Errorf("reading Trainer's pin: %w", err)
+	}
+	var version string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == mod {
+			version = f[1]
+		}
+	}
+	if version == "" {
+		return "", fmt.Errorf("%s does not require %s", gomod, mod)
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), mod+"@"+version)
+	if _, err := os.Stat(dir); err != nil {
+		return "", fmt.Errorf("the Trainer module %s is not in the module cache (run hack/tools.sh trainer-controller-manager or make crds): %w", version, err)
+	}
+	return dir, nil
 }

@@ -1,6 +1,6 @@
 // Package podgroupneighbours tests JobSet gangs with the real neighbours: the order "PodGroup before
 // the first pod" with the JobSet controller (sigs.k8s.io/jobset v0.11.0) and kube-controller-manager's
-// Job controller, and a TrainJob that Kubeflow Trainer's controller (v2.0.0) turns into a JobSet.
+// Job controller, and a TrainJob that Kubeflow Trainer's controller (v2.3.0) turns into a JobSet.
 // hyperbatch's webhooks are served to the apiserver (the JobSet defaulting that puts the pods in the
 // gang, and the PodGroup gate on the JobSet's pods) and controllers/podgroup runs in a manager of its
 // own, whose PodGroup writes the test can hold at the HTTP transport to play a slow controller.

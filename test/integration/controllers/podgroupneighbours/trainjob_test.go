@@ -2,9 +2,7 @@ package podgroupneighbours
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,25 +30,12 @@ func trainerObject(kind, ns, name string, spec map[string]any) *unstructured.Uns
 	return u
 }
 
-// A TrainJob whose ClusterTrainingRuntime names hyperbatch-scheduler: Trainer's controller (v2.0.0)
+// A TrainJob whose ClusterTrainingRuntime names hyperbatch-scheduler: Trainer's controller (v2.3.0)
 // creates its JobSet, which becomes a gang: the PodGroup (minMember = the TrainJob's numNodes,
 // minResources from the runtime's container), controlled by the JobSet, exists before the first pod
 // the JobSet and Job controllers create, and every pod is in the gang.
 func TestTrainJobBecomesAGang(t *testing.T) {
-	framework.StartJobSetAndJobControllers(t, env.Env)
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := framework.StartTrainerController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(tc.LogTail(60))
-		}
-		assert.NoError(t, tc.Stop())
-	})
+	startTrainer(t)
 
 	ctx := context.Background()
 	ns := namespace(t)
@@ -104,5 +89,5 @@ func TestTrainJobBecomesAGang(t *testing.T) {
 	rec.assertPodGroupFirst(t, pg, pods)
 	var all schedulingv1beta1.PodGroupList
 	require.NoError(t, env.Client.List(ctx, &all, client.InNamespace(ns)))
-	assert.Len(t, all.Items, 1, "one PodGroup for the TrainJob (Trainer v2.0.0 makes none without a podGroupPolicy)")
+	assert.Len(t, all.Items, 1, "one PodGroup for the TrainJob (Trainer v2.3.0 makes none without a podGroupPolicy)")
 }
