@@ -24,6 +24,11 @@ func (d *deps) podGroupMutator() *mutator[*schedulingv1beta1.PodGroup] {
 	return &mutator[*schedulingv1beta1.PodGroup]{
 		handlerBase: base[schedulingv1beta1.PodGroup](d, KindPodGroup),
 		apply: func(ctx context.Context, pg *schedulingv1beta1.PodGroup, ns defaults.Namespace, pols *defaults.Policies) (defaults.Result, error) {
+			if defaults.TrainJobOwned(pg) {
+				// Kubeflow Trainer's PodGroup of a TrainJob: the policy's defaults, and the price
+				// the podgroup controller wrote kept against Trainer's re-applied sum.
+				return defaults.TrainerPodGroup(pg, ns, pols), nil
+			}
 			owner := defaults.VolcanoJobOwner(pg)
 			if owner == nil {
 				return standalone(ctx, pg, ns, pols)

@@ -29,6 +29,11 @@ const (
 	// DefaultedByAnnotation says which source filled which fields:
 	// "<source>/<field>,<field>;<source>/<field>" (format in internal/defaults' package doc).
 	DefaultedByAnnotation = "hyperbatch.dev/defaulted-by"
+	// PricedMinResourcesAnnotation on a Kubeflow Trainer PodGroup is the minResources the podgroup
+	// controller priced from the TrainJob's JobSet (LimitRange defaults and RuntimeClass overhead
+	// counted), "cpu=800m,memory=128Mi"; the PodGroup webhook keeps spec.minResources at it when
+	// Trainer re-applies its own sum (docs/podgroup.md).
+	PricedMinResourcesAnnotation = "hyperbatch.dev/priced-min-resources"
 
 	// HyperNodeSourceLabel marks a HyperNode as written by the discovery source named in its value
 	// (controllers/hypernode). The key is Volcano's, which volcano.sh/apis does not export; it is

@@ -178,6 +178,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("reading PodGroup %s: %w", req.NamespacedName, err)
 	}
 	if have != nil && !metav1.IsControlledBy(have, &js) {
+		if trainerPodGroup(&js, have) {
+			r.reportPhase(&js, have)
+			return reconcile.Result{}, r.priceTrainerPodGroup(ctx, &js, have)
+		}
 		r.warnForeign(&js, have)
 		return reconcile.Result{}, nil
 	}

@@ -62,6 +62,8 @@ func DescribeSource(s Source, field string) string {
 	switch {
 	case s.Kind == SourceNamespace:
 		return fmt.Sprintf("namespace %s (annotation %s)", s.Name, QueueNameAnnotation)
+	case s.Kind == SourceJobSet && field == FieldMinResources:
+		return fmt.Sprintf("JobSet %s (its pods' requests as admitted: LimitRange defaults and RuntimeClass overhead)", s.Name)
 	case s.Kind == SourceJobSet && field == FieldGroupName:
 		return fmt.Sprintf("JobSet %s (its name: the JobSet's PodGroup)", s.Name)
 	case s.Kind == SourceJobSet:

@@ -1,6 +1,12 @@
 package defaults
 
 import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -11,17 +17,89 @@ import (
 
 // PodGroup fills a Volcano PodGroup's spec.queue, priorityClassName and networkTopology where unset.
 func PodGroup(pg *schedulingv1beta1.PodGroup, ns Namespace, pols *Policies) Result {
-	return fillPodGroup(pg, ns, pols, "")
+	return fillPodGroup(pg, ns, pols, "", nil)
+}
+
+// TrainerPodGroup is PodGroup for the PodGroup Kubeflow Trainer made for a TrainJob
+// (podGroupPolicy.volcano; TrainJobOwned): besides the policy's defaults, spec.minResources is kept
+// at the hyperbatch.dev/priced-min-resources annotation the podgroup controller wrote (the JobSet's
+// pods priced as admitted), where Trainer's own sum of the templates' requests differs.
+func TrainerPodGroup(pg *schedulingv1beta1.PodGroup, ns Namespace, pols *Policies) Result {
+	return fillPodGroup(pg, ns, pols, "", func(r *run) {
+		v, ok := pg.Annotations[hbv1.PricedMinResourcesAnnotation]
+		if !ok {
+			return
+		}
+		priced, err := ParseResourceList(v)
+		if err != nil || SameResourceList(pg.Spec.MinResources, priced) {
+			return
+		}
+		pg.Spec.MinResources = &priced
+		r.record("spec.minResources", FieldMinResources, Source{Kind: SourceJobSet, Name: pg.Name})
+	})
+}
+
+// FormatResourceList is a ResourceList as "cpu=800m,memory=128Mi" (names sorted).
+func FormatResourceList(l corev1.ResourceList) string {
+	names := make([]string, 0, len(l))
+	for n := range l {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		q := l[corev1.ResourceName(n)]
+		parts[i] = n + "=" + q.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseResourceList reads FormatResourceList's form.
+func ParseResourceList(s string) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not name=quantity", part)
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(val))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out[corev1.ResourceName(strings.TrimSpace(name))] = q
+	}
+	return out, nil
+}
+
+// SameResourceList reports whether *a and b hold equal quantities of the same resources.
+func SameResourceList(a *corev1.ResourceList, b corev1.ResourceList) bool {
+	var x corev1.ResourceList
+	if a != nil {
+		x = *a
+	}
+	if len(x) != len(b) {
+		return false
+	}
+	for n, q := range b {
+		if p, ok := x[n]; !ok || p.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // JobSetPodGroup is PodGroup for the PodGroup of JobSet js: a policy's networkTopology is left out
 // (a Skip) when one of the JobSet's pod templates pins its pods to nodes, as for a Pod or a Volcano Job.
 func JobSetPodGroup(pg *schedulingv1beta1.PodGroup, js *jobsetv1alpha2.JobSet, ns Namespace, pols *Policies) Result {
-	return fillPodGroup(pg, ns, pols, jobSetPinnedNodes(js))
+	return fillPodGroup(pg, ns, pols, jobSetPinnedNodes(js), nil)
 }
 
-// fillPodGroup is PodGroup; pinned describes how the gang's pods are pinned to nodes ("" when not).
-func fillPodGroup(pg *schedulingv1beta1.PodGroup, ns Namespace, pols *Policies, pinned string) Result {
+// fillPodGroup is PodGroup; pinned describes how the gang's pods are pinned to nodes ("" when not);
+// extra, when set, fills more before the defaulted-by record is written.
+func fillPodGroup(pg *schedulingv1beta1.PodGroup, ns Namespace, pols *Policies, pinned string, extra func(*run)) Result {
 	if pg == nil {
 		return Result{}
 	}
@@ -36,6 +114,9 @@ func fillPodGroup(pg *schedulingv1beta1.PodGroup, ns Namespace, pols *Policies, 
 			pg.Spec.NetworkTopology = podGroupTopology(d.NetworkTopology)
 			r.record("spec.networkTopology", FieldNetworkTopology, r.policySource())
 		}
+	}
+	if extra != nil {
+		extra(r)
 	}
 	return r.finish(&pg.ObjectMeta)
 }
