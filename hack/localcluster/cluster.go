@@ -51,6 +51,9 @@ type upOptions struct {
 	discover bool
 	// multicluster starts a Karmada plane and two members (multicluster.go).
 	multicluster bool
+	// realNodes is the number of real nodes (kubelets with containerd) beside the kwok nodes
+	// (realnodes.go); 0 starts none.
+	realNodes int
 	neighbourOptions
 }
 
@@ -118,7 +121,19 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 			return err
 		}
 	}
+	var real *realNodes
 	core, err := localproc.KubeCore(cl, l.bin)
+	if o.realNodes > 0 {
+		r := newRealNodes(l, cl, o.realNodes)
+		real = &r
+		p := cl.PKI()
+		// The API server reaches the kubelets (logs, exec) with the admin client certificate, which
+		// their x509 authentication accepts; real pods need the kube-root-ca.crt ConfigMap in their
+		// namespace and EndpointSlices for kube-proxy.
+		core, err = localproc.KubeCoreWith(cl, l.bin,
+			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey},
+			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller"})
+	}
 	if err != nil {
 		return err
 	}
@@ -144,6 +159,11 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	}
 	if err := k.createTopology(ctx, topo, !o.discover); err != nil {
 		return err
+	}
+	if real != nil {
+		if err := l.upRealNodes(ctx, s, k, *real); err != nil {
+			return err
+		}
 	}
 	if err := k.waitDefaultServiceAccount(ctx); err != nil {
 		return err
@@ -173,6 +193,11 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 				return err
 			}
 		}
+		if real != nil {
+			if err := k.demoRealNode(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -199,6 +224,16 @@ func (l layout) preflight(ctx context.Context, st localproc.State, o upOptions) 
 	if len(alive) > 0 {
 		return fmt.Errorf("a local cluster already runs from %s: %s.\nStop it first with `make down` (go run ./hack/localcluster down --dir %s)",
 			l.rel(l.dir), strings.Join(alive, ", "), l.rel(l.dir))
+	}
+	if o.realNodes != 0 {
+		if o.multicluster || o.discover {
+			return errors.New("--real-nodes goes with the single cluster's fixed HyperNode tree only: drop --multicluster and --discover")
+		}
+		for _, cl := range st.Clusters {
+			if err := newRealNodes(l, cl, o.realNodes).preflight(); err != nil {
+				return err
+			}
+		}
 	}
 
 	var missing, building []string
