@@ -78,6 +78,11 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "up failed; stopping what was started ...")
 			s.StopAll()
+			if o.realNodes > 0 {
+				if cerr := downRealNodes(l, st); cerr != nil {
+					fmt.Fprintf(os.Stderr, "removing the real nodes' host changes: %v\n", cerr)
+				}
+			}
 		}
 	}()
 	if o.multicluster {
@@ -131,7 +136,9 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 		// their x509 authentication accepts; real pods need the kube-root-ca.crt ConfigMap in their
 		// namespace and EndpointSlices for kube-proxy.
 		core, err = localproc.KubeCoreWith(cl, l.bin,
-			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey},
+			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey,
+				// The nodes' names resolve nowhere; their InternalIPs are addresses of the bridge.
+				"--kubelet-preferred-address-types=InternalIP"},
 			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller"})
 	}
 	if err != nil {

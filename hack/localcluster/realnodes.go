@@ -342,12 +342,17 @@ state = %q
 
 [plugins."io.containerd.cri.v1.runtime"]
   netns_mounts_under_state_dir = true
+  # Without CAP_SYS_RESOURCE (a sandboxed root) no process may lower its oom_score_adj, and runc fails
+  # every pod sandbox (the kubelet asks -998); then the scores are clamped at containerd's own.
+  restrict_oom_score_adj = %t
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state per node, below the node's directory (not /run/containerd/runc).
+        Root = %q
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = [%q]
     conf_dir = %q
@@ -357,7 +362,7 @@ state = %q
 [plugins."io.containerd.nri.v1.nri"]
   disable = true
 `, filepath.Join(d, "containerd", "root"), filepath.Join(d, "containerd", "state"), r.socket(i), r.socket(i)+".ttrpc",
-		r.cgroup(i)+"/runtime", realPauseImage, filepath.Join(r.bin, "cni"), filepath.Join(d, "cni"))
+		r.cgroup(i)+"/runtime", realPauseImage, !hasCapSysResource(), filepath.Join(d, "runc"), filepath.Join(r.bin, "cni"), filepath.Join(d, "cni"))
 }
 
 // cniConfig is node i's network: the shared bridge, addresses from the node's /24, routes to the pod
@@ -437,6 +442,22 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 		return fmt.Errorf("writing %s: %w", r.proxyConfigFile(), err)
 	}
 	return nil
+}
+
+// hasCapSysResource reports whether this process has CAP_SYS_RESOURCE (bit 24 of CapEff), which
+// lowering an oom_score_adj needs.
+func hasCapSysResource() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<24) != 0
+		}
+	}
+	return false
 }
 
 // runtimes are the nodes' containerds, started together.
