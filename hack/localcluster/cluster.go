@@ -19,6 +19,7 @@ type layout struct {
 	root     string // repository root (hack/crds.sh, config/crd, docs/ are found here)
 	dir      string // absolute --dir: the state file, the shared kubeconfig, the first cluster's files
 	bin      string // absolute --bin
+	images   string // absolute --images: make images' archives, for real nodes
 	portBase int
 }
 

@@ -8,7 +8,7 @@
 //	go run ./hack/localcluster up --multicluster [--dir _output/local] [--port-base 16443] [--no-demo]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
-//	go run ./hack/localcluster load-images [--dir _output/local]
+//	go run ./hack/localcluster load-images [--dir _output/local] [--images _output/images]
 //
 // Everything listens on 127.0.0.1 only. `make run` and `make down` call this program.
 package main
@@ -73,8 +73,12 @@ func run(ctx context.Context, cmd string, args []string) error {
 		discover *bool
 		multi    *bool
 		real     *int
+		images   *string
 		nb       neighbourOptions
 	)
+	imagesFlag := func() *string {
+		return fs.String("images", "_output/images", "directory of `make images`' archives (pause.tar, worker.tar, hyperbatch.tar) the real nodes' containerds import")
+	}
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
@@ -86,8 +90,11 @@ func run(ctx context.Context, cmd string, args []string) error {
 		fs.BoolVar(&nb.noVolcano, "no-volcano", false, "do not start Volcano's controller-manager and webhook-manager (nor create Volcano Queues)")
 		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
 		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
+		images = imagesFlag()
 		real = fs.Int("real-nodes", 0, "also start this many real nodes (2..8: kubelets with containerd, runc and the CNI bridge, one kube-proxy; needs root, `make images` and hack/realnodes-prereqs.sh; docs/development.md)")
-	case "down", "status", "load-images":
+	case "load-images":
+		images = imagesFlag()
+	case "down", "status":
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return nil
@@ -105,6 +112,9 @@ func run(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if images != nil {
+		l.images = l.abs(*images)
+	}
 	switch cmd {
 	case "up":
 		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, realNodes: *real, neighbourOptions: nb})
@@ -115,6 +125,14 @@ func run(ctx context.Context, cmd string, args []string) error {
 	default:
 		return status(ctx, l)
 	}
+}
+
+// abs resolves p against the repository root.
+func (l layout) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(l.root, p)
 }
 
 // newLayout resolves relative paths against the repository root (the nearest directory at or above the
@@ -134,13 +152,9 @@ func newLayout(dir string, bin *string, portBase *int) (layout, error) {
 			break
 		}
 	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(root, p)
-	}
-	l := layout{root: root, dir: abs(dir), bin: abs("bin"), portBase: 16443}
+	l := layout{root: root, portBase: 16443}
+	abs := l.abs
+	l.dir, l.bin, l.images = abs(dir), abs("bin"), abs(filepath.Join("_output", "images"))
 	if bin != nil {
 		l.bin = abs(*bin)
 	}

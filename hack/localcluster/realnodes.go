@@ -72,7 +72,7 @@ type realNodes struct {
 }
 
 func newRealNodes(l layout, cl localproc.Cluster, n int) realNodes {
-	return realNodes{n: n, dir: realNodesDir(cl.Dir), bin: l.bin, images: filepath.Join(l.root, "_output", "images"), portBase: cl.PortBase, cl: cl}
+	return realNodes{n: n, dir: realNodesDir(cl.Dir), bin: l.bin, images: l.images, portBase: cl.PortBase, cl: cl}
 }
 
 func realNodesDir(clusterDir string) string { return filepath.Join(clusterDir, "nodes") }
@@ -149,7 +149,7 @@ func (r realNodes) preflight() error {
 	}
 	for _, img := range realImages {
 		if _, err := os.Stat(filepath.Join(r.images, img.Archive)); err != nil {
-			miss = append(miss, realPrereq{"image " + img.Ref, "make images (writes _output/images/" + img.Archive + ")"})
+			miss = append(miss, realPrereq{"image " + img.Ref, "no " + filepath.Join(r.images, img.Archive) + ": run `make images`"})
 		}
 	}
 	for _, pu := range r.ports() {

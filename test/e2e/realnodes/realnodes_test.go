@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,7 @@ func TestRealNodesUpPodKillUpDown(t *testing.T) {
 
 	cs := clientset(t, filepath.Join(dir, "kubeconfig"))
 	runWorker(t, cs, "rank-check", "7")
+	checkLoadImages(t, root, dir, run)
 
 	// kill -9 of everything: every recorded process, then every process below dir (shims, whose
 	// containers then die with their PID namespace's init gone or stay for the next up to remove).
@@ -101,6 +103,45 @@ func TestRealNodesUpPodKillUpDown(t *testing.T) {
 	}
 	if after := readSysctls(t); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("sysctls after down %v, before up %v", after, before)
+	}
+}
+
+// checkLoadImages: load-images (what `make images` runs) fails naming the image whose archive is
+// missing, and with every archive, each node's containerd lists the three images, pinned.
+func checkLoadImages(t *testing.T, root, dir string, run func(...string) (string, error)) {
+	t.Helper()
+	partial := t.TempDir()
+	for _, a := range []string{"pause.tar", "hyperbatch.tar"} {
+		if err := os.Symlink(filepath.Join(root, "_output", "images", a), filepath.Join(partial, a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := run("load-images", "--dir", dir, "--images", partial)
+	if err == nil || !strings.Contains(out, "image hyperbatch.local/worker:dev") {
+		t.Fatalf("load-images without worker.tar: err %v, want a failure naming hyperbatch.local/worker:dev:\n%s", err, out)
+	}
+	start := time.Now()
+	if out, err := run("load-images", "--dir", dir); err != nil {
+		t.Fatalf("load-images: %v\n%s", err, out)
+	}
+	t.Logf("load-images (3 archives into 2 containerds) in %s", time.Since(start).Round(100*time.Millisecond))
+	for i := 0; i < 2; i++ {
+		sock := filepath.Join(dir, "nodes", fmt.Sprintf("real-node-%d", i), "containerd.sock")
+		ls, err := exec.Command(filepath.Join(root, "bin", "ctr"), "--address", sock, "--namespace", "k8s.io", "images", "ls").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ctr images ls on real-node-%d: %v\n%s", i, err, ls)
+		}
+		for _, ref := range []string{"hyperbatch.local/pause:dev", "hyperbatch.local/worker:dev", "hyperbatch.local/hyperbatch:dev"} {
+			found := false
+			for _, line := range strings.Split(string(ls), "\n") {
+				if strings.HasPrefix(line, ref+" ") && strings.Contains(line, "io.cri-containerd.pinned=pinned") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("real-node-%d's containerd does not list %s pinned:\n%s", i, ref, ls)
+			}
+		}
 	}
 }
 
@@ -186,10 +227,26 @@ func killAll(t *testing.T, dir string) {
 	for _, p := range processesBelow(dir) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	// the kills above are asynchronous: wait until the recorded processes are gone.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(processesBelow(dir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	// The kills are asynchronous: a killed process holds its listening sockets until all its threads
+	// have exited. Wait until the cluster's ports can be bound again, as a user would before the next up.
+	start := time.Now()
+	for {
+		busy := 0
+		for p := portBase; p < portBase+60; p++ {
+			if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err != nil {
+				busy++
+			} else {
+				_ = ln.Close()
+			}
+		}
+		if busy == 0 && len(processesBelow(dir)) == 0 {
+			t.Logf("kill -9: processes gone and ports free after %s", time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("kill -9: %d ports still busy and processes %v alive after 1m", busy, processesBelow(dir))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
