@@ -152,6 +152,16 @@ func (r realNodes) preflight() error {
 			miss = append(miss, realPrereq{"image " + img.Ref, "no " + filepath.Join(r.images, img.Archive) + ": run `make images`"})
 		}
 	}
+	// The bridge and the cgroups have host-wide names: when this directory did not make them, another
+	// real-node cluster (another --dir or checkout) owns them, and up's cleanup would tear it down.
+	if _, own := readRealState(r.dir); !own {
+		if linkExists(realBridge) {
+			miss = append(miss, realPrereq{"network interface " + realBridge, "it exists but " + r.dir + " did not make it: another real-node cluster runs (make down in its directory), or remove a leftover with `ip link del " + realBridge + "`"})
+		}
+		if dirs, _ := realCgroupDirs(); len(dirs) > 0 {
+			miss = append(miss, realPrereq{"cgroup " + dirs[len(dirs)-1], "it exists but " + r.dir + " did not make it: another real-node cluster runs (make down in its directory)"})
+		}
+	}
 	for _, pu := range r.ports() {
 		if busy, owner := localproc.PortBusy(pu.Port); busy {
 			miss = append(miss, realPrereq{fmt.Sprintf("port 127.0.0.1:%d (%s)", pu.Port, pu.Use), "held by " + owner + ": stop it, or move the cluster with --port-base"})

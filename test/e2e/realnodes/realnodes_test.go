@@ -316,3 +316,70 @@ func readSysctls(t *testing.T) map[string]string {
 	}
 	return out
 }
+
+// TestRealNodesPreflight: a missing prerequisite stops `up` before anything starts, naming it and
+// its fix: runc and iptables off PATH, a kubelet port in use, an image archive missing, and a bridge
+// hb0 this directory did not make.
+func TestRealNodesPreflight(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/sys/class/net/hb0"); err == nil {
+		t.Fatal("a real-node cluster runs on this machine (hb0 exists): stop it first")
+	}
+	lc := filepath.Join(t.TempDir(), "localcluster")
+	build := exec.Command("go", "build", "-o", lc, "./hack/localcluster")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building hack/localcluster: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	const base = portBase + 200
+	up := func(env []string, extra ...string) string {
+		t.Helper()
+		args := append([]string{"up", "--real-nodes", "2", "--nodes", "1", "--dir", dir, "--port-base", strconv.Itoa(base), "--bin", filepath.Join(root, "bin")}, extra...)
+		cmd := exec.Command(lc, args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			t.Fatalf("up %v succeeded, want a preflight failure:\n%s", extra, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pids")); err == nil {
+			if pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid")); len(pids) > 0 {
+				t.Fatalf("up %v started processes before failing: %v", extra, pids)
+			}
+		}
+		return string(out)
+	}
+	wants := func(out string, subs ...string) {
+		t.Helper()
+		for _, s := range subs {
+			if !strings.Contains(out, s) {
+				t.Errorf("up's error lacks %q:\n%s", s, out)
+			}
+		}
+	}
+
+	// An empty PATH hides runc and iptables (and ip and mount).
+	wants(up([]string{"PATH=" + t.TempDir()}), "runc: install Debian's runc: hack/realnodes-prereqs.sh", "iptables: install Debian's iptables")
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+40+1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wants(up(nil), fmt.Sprintf("port 127.0.0.1:%d (real-node-0 kubelet healthzPort)", base+41))
+	_ = ln.Close()
+
+	wants(up(nil, "--images", t.TempDir()), "image hyperbatch.local/worker:dev: no ", "run `make images`")
+
+	if out, err := exec.Command("ip", "link", "add", "hb0", "type", "bridge").CombinedOutput(); err != nil {
+		t.Fatalf("ip link add hb0: %v\n%s", err, out)
+	}
+	defer func() { _ = exec.Command("ip", "link", "del", "hb0").Run() }()
+	wants(up(nil), "network interface hb0: it exists but "+filepath.Join(dir, "nodes")+" did not make it")
+	if _, err := os.Stat("/sys/class/net/hb0"); err != nil {
+		t.Fatal("up removed a bridge it did not make")
+	}
+}
