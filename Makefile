@@ -9,6 +9,10 @@ GO         ?= go
 NODES      ?= 16
 # DISCOVER=1: `make run` lets the manager's HyperNode discovery build the tree from the node labels.
 DISCOVER   ?=
+# REAL_NODES=2: `make run` also starts that many real nodes (kubelet + containerd + runc, one
+# kube-proxy; root, and hack/realnodes-prereqs.sh once). docs/development.md, "Real nodes".
+REAL_NODES ?=
+NODE_TOOLS := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
 # Each command builds what it uses (docs/development.md, "Cold start"):
 # RUN_TOOLS: what `make run`'s single cluster runs (hack/localcluster: control plane, kwok, Volcano's
 # controllers and webhooks, the JobSet controller) and controller-gen, which generates Volcano's CRDs.
@@ -57,6 +61,8 @@ images: ## Build hyperbatch's image (manager + scheduler), the e2e worker and th
 	$(STATIC) -ldflags "-s -w" -o $(IMAGES_DIR)/bin/worker ./hack/images/worker
 	$(STATIC) -ldflags "-s -w" -o $(IMAGES_DIR)/bin/pause ./hack/images/pause
 	cd hack/tools/images && $(GO) run . --bin $(IMAGES_DIR)/bin --out $(IMAGES_DIR) --tag $(IMAGE_TAG)
+	@# A running cluster with real nodes gets the new archives in every node's containerd.
+	$(GO) run ./hack/localcluster load-images
 
 .PHONY: krew-archive
 krew-archive: ## Build the kubectl plugin's krew archive for this platform into _output/krew/ and print its sha256 (plugins/hyperbatch.yaml).
@@ -127,8 +133,12 @@ test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECO
 	$(GO) test -json -tags e2e $(GOTEST_FLAGS) ./test/e2e/... | $(GO) run ./hack/testsummary
 
 .PHONY: run
-run: run-tools crds build ## Start the local cluster with hyperbatch and a demo workload (stop it with `make down`).
-	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover)
+run: run-tools crds build $(if $(REAL_NODES),node-tools images) ## Start the local cluster with hyperbatch and a demo workload (REAL_NODES=2 adds real nodes; stop it with `make down`).
+	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover) $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
+
+.PHONY: node-tools
+node-tools: ## Build the real nodes' kubelet, kube-proxy, containerd (with its shim and ctr) and CNI plugins into bin/ (minutes the first time).
+	hack/tools.sh $(NODE_TOOLS)
 
 .PHONY: run-multicluster
 run-multicluster: run-tools crds build ## Start a Karmada control plane and two member clusters with hyperbatch, run a HyperJob across them (stop with `make down`).

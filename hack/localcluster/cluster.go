@@ -19,6 +19,7 @@ type layout struct {
 	root     string // repository root (hack/crds.sh, config/crd, docs/ are found here)
 	dir      string // absolute --dir: the state file, the shared kubeconfig, the first cluster's files
 	bin      string // absolute --bin
+	images   string // absolute --images: make images' archives, for real nodes
 	portBase int
 }
 
@@ -51,6 +52,9 @@ type upOptions struct {
 	discover bool
 	// multicluster starts a Karmada plane and two members (multicluster.go).
 	multicluster bool
+	// realNodes is the number of real nodes (kubelets with containerd) beside the kwok nodes
+	// (realnodes.go); 0 starts none.
+	realNodes int
 	neighbourOptions
 }
 
@@ -75,6 +79,11 @@ func up(ctx context.Context, l layout, o upOptions) (err error) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "up failed; stopping what was started ...")
 			s.StopAll()
+			if o.realNodes > 0 {
+				if cerr := downRealNodes(l, st); cerr != nil {
+					fmt.Fprintf(os.Stderr, "removing the real nodes' host changes: %v\n", cerr)
+				}
+			}
 		}
 	}()
 	if o.multicluster {
@@ -118,7 +127,21 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 			return err
 		}
 	}
+	var real *realNodes
 	core, err := localproc.KubeCore(cl, l.bin)
+	if o.realNodes > 0 {
+		r := newRealNodes(l, cl, o.realNodes)
+		real = &r
+		p := cl.PKI()
+		// The API server reaches the kubelets (logs, exec) with the admin client certificate, which
+		// their x509 authentication accepts; real pods need the kube-root-ca.crt ConfigMap in their
+		// namespace and EndpointSlices for kube-proxy.
+		core, err = localproc.KubeCoreWith(cl, l.bin,
+			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey,
+				// The nodes' names resolve nowhere; their InternalIPs are addresses of the bridge.
+				"--kubelet-preferred-address-types=InternalIP"},
+			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller"})
+	}
 	if err != nil {
 		return err
 	}
@@ -144,6 +167,11 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	}
 	if err := k.createTopology(ctx, topo, !o.discover); err != nil {
 		return err
+	}
+	if real != nil {
+		if err := l.upRealNodes(ctx, s, k, *real); err != nil {
+			return err
+		}
 	}
 	if err := k.waitDefaultServiceAccount(ctx); err != nil {
 		return err
@@ -173,6 +201,11 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 				return err
 			}
 		}
+		if real != nil {
+			if err := k.demoRealNode(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -199,6 +232,16 @@ func (l layout) preflight(ctx context.Context, st localproc.State, o upOptions) 
 	if len(alive) > 0 {
 		return fmt.Errorf("a local cluster already runs from %s: %s.\nStop it first with `make down` (go run ./hack/localcluster down --dir %s)",
 			l.rel(l.dir), strings.Join(alive, ", "), l.rel(l.dir))
+	}
+	if o.realNodes != 0 {
+		if o.multicluster || o.discover {
+			return errors.New("--real-nodes goes with the single cluster's fixed HyperNode tree only: drop --multicluster and --discover")
+		}
+		for _, cl := range st.Clusters {
+			if err := newRealNodes(l, cl, o.realNodes).preflight(); err != nil {
+				return err
+			}
+		}
 	}
 
 	var missing, building []string

@@ -21,8 +21,8 @@ func (l layout) stateOf() localproc.State {
 }
 
 // down stops every process with a PID file, cluster by cluster (the last started first; within a
-// cluster, the reverse of its start order), checks that the ports are free and removes the etcd data
-// and PID files. Running it again (or on a dir that never ran) is harmless.
+// cluster, the reverse of its start order), removes what real nodes made on the host (realnodes_down.go),
+// checks that the ports are free and removes the etcd data and PID files. Running it again (or on a dir that never ran) is harmless.
 func down(l layout) error {
 	if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
 		fmt.Printf("nothing to stop: %s does not exist\n", l.rel(l.dir))
@@ -52,6 +52,9 @@ func down(l layout) error {
 	}
 	if len(failures) > 0 {
 		return fmt.Errorf("could not stop everything: %s", strings.Join(failures, "; "))
+	}
+	if err := downRealNodes(l, st); err != nil {
+		return err
 	}
 	for _, cl := range st.Clusters {
 		for _, pu := range cl.Ports().All() {

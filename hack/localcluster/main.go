@@ -4,10 +4,11 @@
 // controller (neighbours.go).
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
-//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover]
+//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover] [--real-nodes 2]
 //	go run ./hack/localcluster up --multicluster [--dir _output/local] [--port-base 16443] [--no-demo]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
+//	go run ./hack/localcluster load-images [--dir _output/local] [--images _output/images]
 //
 // Everything listens on 127.0.0.1 only. `make run` and `make down` call this program.
 package main
@@ -37,6 +38,7 @@ commands:
           with --multicluster: a Karmada control plane and two member clusters instead
   down    stop every process of the cluster, free its ports, remove its etcd data
   status  show which components run
+  load-images  import make images' archives (_output/images/) into every real node's containerd
 
 run "localcluster <command> -h" for the flags of a command
 `
@@ -70,8 +72,13 @@ func run(ctx context.Context, cmd string, args []string) error {
 		noDemo   *bool
 		discover *bool
 		multi    *bool
+		real     *int
+		images   *string
 		nb       neighbourOptions
 	)
+	imagesFlag := func() *string {
+		return fs.String("images", "_output/images", "directory of `make images`' archives (pause.tar, worker.tar, hyperbatch.tar) the real nodes' containerds import")
+	}
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
@@ -83,6 +90,10 @@ func run(ctx context.Context, cmd string, args []string) error {
 		fs.BoolVar(&nb.noVolcano, "no-volcano", false, "do not start Volcano's controller-manager and webhook-manager (nor create Volcano Queues)")
 		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
 		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
+		images = imagesFlag()
+		real = fs.Int("real-nodes", 0, "also start this many real nodes (2..8: kubelets with containerd, runc and the CNI bridge, one kube-proxy; needs root, `make images` and hack/realnodes-prereqs.sh; docs/development.md)")
+	case "load-images":
+		images = imagesFlag()
 	case "down", "status":
 	case "-h", "--help", "help":
 		fmt.Print(usage)
@@ -101,14 +112,27 @@ func run(ctx context.Context, cmd string, args []string) error {
 	if err != nil {
 		return err
 	}
+	if images != nil {
+		l.images = l.abs(*images)
+	}
 	switch cmd {
 	case "up":
-		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, neighbourOptions: nb})
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, realNodes: *real, neighbourOptions: nb})
 	case "down":
 		return down(l)
+	case "load-images":
+		return loadImages(ctx, l)
 	default:
 		return status(ctx, l)
 	}
+}
+
+// abs resolves p against the repository root.
+func (l layout) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(l.root, p)
 }
 
 // newLayout resolves relative paths against the repository root (the nearest directory at or above the
@@ -128,13 +152,9 @@ func newLayout(dir string, bin *string, portBase *int) (layout, error) {
 			break
 		}
 	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return filepath.Clean(p)
-		}
-		return filepath.Join(root, p)
-	}
-	l := layout{root: root, dir: abs(dir), bin: abs("bin"), portBase: 16443}
+	l := layout{root: root, portBase: 16443}
+	abs := l.abs
+	l.dir, l.bin, l.images = abs(dir), abs("bin"), abs(filepath.Join("_output", "images"))
 	if bin != nil {
 		l.bin = abs(*bin)
 	}

@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,13 +213,16 @@ type volcanoJobRecord struct {
 	minMember []int32
 	nodes     map[string]string // pod -> node, once bound
 	phases    map[batchv1alpha1.JobPhase]string
+	// exits is each pod's container as it terminated: "<container ID> exit <code>" (real nodes
+	// only; kwok reports no container).
+	exits map[string]string
 }
 
 // recordVolcanoJob opens watches on PodGroups, Pods and Volcano Jobs in ns before anything is
 // created there, and records what they show of the Volcano Job named job.
 func recordVolcanoJob(t *testing.T, ns, job string) *volcanoJobRecord {
 	t.Helper()
-	r := &volcanoJobRecord{job: job, nodes: map[string]string{}, phases: map[batchv1alpha1.JobPhase]string{}}
+	r := &volcanoJobRecord{job: job, nodes: map[string]string{}, phases: map[batchv1alpha1.JobPhase]string{}, exits: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, list := range []client.ObjectList{&schedulingv1beta1.PodGroupList{}, &corev1.PodList{}, &batchv1alpha1.JobList{}} {
@@ -247,6 +251,13 @@ func (r *volcanoJobRecord) see(obj runtime.Object) {
 	case *corev1.Pod:
 		if o.Labels[batchv1alpha1.JobNameKey] == r.job && o.Spec.NodeName != "" {
 			r.nodes[o.Name] = o.Spec.NodeName
+		}
+		if o.Labels[batchv1alpha1.JobNameKey] == r.job {
+			for _, cs := range o.Status.ContainerStatuses {
+				if cs.State.Terminated != nil {
+					r.exits[o.Name] = fmt.Sprintf("%s exit %d", cs.ContainerID, cs.State.Terminated.ExitCode)
+				}
+			}
 		}
 	case *batchv1alpha1.Job:
 		if o.Name == r.job && o.Status.State.Phase != "" {
@@ -325,6 +336,16 @@ func TestJourneyVolcanoJobOnHyperbatchScheduler(t *testing.T) {
 	assert.Equal(t, int32(3), job.Spec.MaxRetry, "Volcano's default maxRetry")
 
 	nodes := followVolcanoJob(t, record)
+	if !e2efw.Workload().Simulated() {
+		// On real nodes every pod's worker ran in containerd and exited 0.
+		record.mu.Lock()
+		exits := maps.Clone(record.exits)
+		record.mu.Unlock()
+		assert.Len(t, exits, 9, "terminated containers seen: %v", exits)
+		for pod, e := range exits {
+			assert.Regexp(t, `^containerd://[0-9a-f]+ exit 0$`, e, "pod %s", pod)
+		}
+	}
 	leaves := leafOf(t)
 	set := map[string]bool{}
 	for _, n := range nodes {

@@ -125,6 +125,18 @@ func SkipUnlessSimulated(t interface {
 	}
 }
 
+// SkipUnlessReal skips t on kwok nodes: for checks whose pods must really run (a container exits,
+// a log is read from the kubelet). why names that need.
+func SkipUnlessReal(t interface {
+	Helper()
+	Skipf(string, ...any)
+}, why string) {
+	t.Helper()
+	if n := Workload(); n.Simulated() {
+		t.Skipf("%s=%s: this check needs real nodes (%s); run it with %s=%s against a cluster with real nodes (make run REAL_NODES=2)", NodesEnv, n.Kind, why, NodesEnv, RealNodes)
+	}
+}
+
 // checkNodes fails when no Ready node of the cluster matches the node choice, naming the label.
 func checkNodes(ctx context.Context, c client.Client, n Nodes) error {
 	var nodes corev1.NodeList

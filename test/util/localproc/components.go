@@ -39,8 +39,9 @@ var controllerManagerControllers = []string{
 	"serviceaccount-token-controller",
 }
 
-// serviceClusterIPRange is only a range string for the API server's Service allocator; no traffic uses it.
-const serviceClusterIPRange = "10.96.0.0/16"
+// ServiceClusterIPRange is the API server's Service range. On kwok nodes no traffic uses it; with
+// hack/localcluster's real nodes, kube-proxy programs it on the host (docs/development.md).
+const ServiceClusterIPRange = "10.96.0.0/16"
 
 // KwokStages is the stage file hack/tools.sh writes beside bin/kwok: kwok's default stages as kwokctl
 // configures them (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete),
@@ -56,15 +57,20 @@ const (
 
 // KubeCore is the Kubernetes core of a cluster in start stages: etcd; kube-apiserver;
 // kube-controller-manager and kwok (fake nodes). The cluster's PKI must exist.
-func KubeCore(c Cluster, bin string) ([]Stage, error) {
-	apiserver, err := KubeAPIServer(c, bin,
+func KubeCore(c Cluster, bin string) ([]Stage, error) { return KubeCoreWith(c, bin, nil, nil) }
+
+// KubeCoreWith is KubeCore with extra kube-apiserver flags and extra kube-controller-manager
+// controllers (hack/localcluster's real nodes add the kubelet client certificate and the controllers
+// real pods need: the kube-root-ca.crt publisher and the EndpointSlice controller).
+func KubeCoreWith(c Cluster, bin string, apiserverFlags, controllers []string) ([]Stage, error) {
+	apiserver, err := KubeAPIServer(c, bin, append([]string{
 		// No node-lifecycle controller runs here, so nothing would lift the not-ready taint this
 		// plugin puts on new Nodes; kwok reports the nodes Ready instead.
-		"--disable-admission-plugins=TaintNodesByCondition")
+		"--disable-admission-plugins=TaintNodesByCondition"}, apiserverFlags...)...)
 	if err != nil {
 		return nil, err
 	}
-	kcm, err := KubeControllerManager(c, bin, controllerManagerControllers)
+	kcm, err := KubeControllerManager(c, bin, append(append([]string{}, controllerManagerControllers...), controllers...))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +124,7 @@ func KubeAPIServer(c Cluster, bin string, extra ...string) (Component, error) {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + p.SAPub,
 		"--service-account-signing-key-file=" + p.SAKey,
-		"--service-cluster-ip-range=" + serviceClusterIPRange,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		"--allow-privileged=true",
 		// Request-header authentication, so components delegating authentication find a complete
 		// kube-system/extension-apiserver-authentication ConfigMap, and kube-aggregator can
