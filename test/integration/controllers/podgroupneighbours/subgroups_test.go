@@ -1,0 +1,223 @@
+package podgroupneighbours
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
+	"github.com/hyperbatch/hyperbatch/test/util/builders"
+)
+
+// subGroupJobSet is a hyperbatch-scheduler JobSet of replicas Jobs × parallelism pods of 4 GPUs,
+// hard inside one spine (tier 2), with the sub-group annotations ann.
+func subGroupJobSet(ns, name string, replicas, parallelism int32, ann map[string]string) *jobsetv1alpha2.JobSet {
+	ann[defaults.NetworkTopologyModeAnnotation] = "hard"
+	ann[defaults.NetworkTopologyHighestTierAnnotation] = "2"
+	return &jobsetv1alpha2.JobSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
+		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+			Name: "workers", Replicas: replicas,
+			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+				Parallelism: ptr.To(parallelism), Completions: ptr.To(parallelism), BackoffLimit: ptr.To[int32](0),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					SchedulerName: podgroup.HyperbatchSchedulerName, RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{builders.GPU: resource.MustParse("4")}}}},
+				}},
+			}},
+		}}},
+	}
+}
+
+// subGroupFabric makes 4 racks (tier 1) of 2 fake 8-GPU nodes, spine-0 = racks 0,1 and spine-1 =
+// racks 2,3 (tier 2), and binds a 4-GPU filler to the first node of racks 0 and 1: spine-0 has 24
+// GPUs free but no rack 16; racks 2 and 3 have 16 each. It returns each node's rack.
+func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	rackOf := map[string]int{}
+	var spines [2][]topologyv1alpha1.MemberSpec
+	for r := 0; r < 4; r++ {
+		var members []topologyv1alpha1.MemberSpec
+		for i := 0; i < 2; i++ {
+			n := fmt.Sprintf("sg-r%d-n%d", r, i)
+			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", "subgroups").Obj(), builders.GPUNode())
+			rackOf[n] = r
+			members = append(members, builders.NodeMember(n))
+		}
+		rack := fmt.Sprintf("sg-rack-%d", r)
+		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(rack, 1).Members(members...).Obj()))
+		spines[r/2] = append(spines[r/2], builders.HyperNodeMember(rack))
+	}
+	for s := range spines {
+		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("sg-spine-%d", s), 2).Members(spines[s]...).Obj()))
+	}
+	for r := 0; r < 2; r++ {
+		f := builders.MakeGangPod(ns, fmt.Sprintf("filler-%d", r), "", "default-scheduler").GPUs(4).Obj()
+		f.Spec.NodeName = fmt.Sprintf("sg-r%d-n0", r)
+		require.NoError(t, env.Client.Create(ctx, f))
+	}
+	return rackOf
+}
+
+// boundRacks waits until the JobSet's want pods are bound and returns the racks of each sub-group,
+// named by part(pod).
+func boundRacks(t *testing.T, ns, name string, want int, rackOf map[string]int, part func(corev1.Pod) string) map[string]map[int]bool {
+	t.Helper()
+	var pods []corev1.Pod
+	framework.Eventually(t, 2*wait, fmt.Sprintf("%d bound pods of JobSet %s", want, name), func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = jobSetPods(ctx, ns, name); err != nil || len(pods) != want {
+			return false, err
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	out := map[string]map[int]bool{}
+	for _, p := range pods {
+		k := part(p)
+		if out[k] == nil {
+			out[k] = map[int]bool{}
+		}
+		out[k][rackOf[p.Spec.NodeName]] = true
+	}
+	return out
+}
+
+// removeJobSet deletes the JobSet and force-deletes its pods (fake nodes have no kubelet to finish a
+// graceful delete) until none is left.
+func removeJobSet(t *testing.T, js *jobsetv1alpha2.JobSet) {
+	t.Helper()
+	require.NoError(t, client.IgnoreNotFound(env.Client.Delete(context.Background(), js, client.PropagationPolicy(metav1.DeletePropagationBackground))))
+	framework.Eventually(t, wait, "the pods of JobSet "+js.Name+" gone", func(ctx context.Context) (bool, error) {
+		pods, err := jobSetPods(ctx, js.Namespace, js.Name)
+		if err != nil {
+			return false, err
+		}
+		for i := range pods {
+			_ = client.IgnoreNotFound(env.Client.Delete(ctx, &pods[i], client.GracePeriodSeconds(0)))
+		}
+		return len(pods) == 0, nil
+	})
+}
+
+// A JobSet asks for sub-groups with hyperbatch.dev/subgroup-by; with the real JobSet controller, the
+// Job controller (kube-controller-manager) and hyperbatch-scheduler, the PodGroup gets the policy,
+// the Jobs' pods match it by the labels those controllers give them, and each sub-group lands in
+// one rack, the gang in one spine (spine-1: spine-0 has room for the 32 GPUs in total but no rack
+// holds 16). By replica: each Job of 4 pods. By pods: each 4 pods of one 8-pod Job, in
+// completion-index order.
+func TestJobSetSubGroups(t *testing.T) {
+	framework.StartJobSetAndJobControllers(t, env.Env)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, done, err := schedulerenv.Run(ctx, env.Config, t.TempDir(), schedulerenv.Options{WithoutEnqueueWait: true})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Log("scheduler did not stop within 30s")
+		}
+	})
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	ns := namespace(t)
+	rackOf := subGroupFabric(t, cs, ns)
+
+	byReplica := subGroupJobSet(ns, "by-replica", 2, 4, map[string]string{
+		hbv1.SubGroupByAnnotation: hbv1.SubGroupByReplica, hbv1.SubGroupHighestTierAnnotation: "1"})
+	require.NoError(t, env.Client.Create(ctx, byReplica))
+	pg := &schedulingv1beta1.PodGroup{}
+	framework.Eventually(t, wait, "the PodGroup of by-replica with its subGroupPolicy", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "by-replica"}, pg)
+		return err == nil && len(pg.Spec.SubGroupPolicy) == 1, client.IgnoreNotFound(err)
+	})
+	p := pg.Spec.SubGroupPolicy[0]
+	require.Equal(t, "workers", p.Name)
+	require.Equal(t, int32(4), *p.SubGroupSize)
+	require.Equal(t, []string{jobsetv1alpha2.JobIndexKey}, p.MatchLabelKeys)
+	require.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
+	parts := boundRacks(t, ns, "by-replica", 8, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] })
+	require.Len(t, parts, 2)
+	for part, racks := range parts {
+		require.Len(t, racks, 1, "Job %s spans racks %v", part, racks)
+		for r := range racks {
+			require.GreaterOrEqual(t, r, 2, "Job %s in rack %d, outside spine-1", part, r)
+		}
+	}
+	requireEvent(t, cs, ns, "by-replica", "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
+	removeJobSet(t, byReplica)
+
+	byPods := subGroupJobSet(ns, "by-pods", 1, 8, map[string]string{
+		hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "4", hbv1.SubGroupHighestTierAnnotation: "1"})
+	require.NoError(t, env.Client.Create(ctx, byPods))
+	parts = boundRacks(t, ns, "by-pods", 8, rackOf, func(p corev1.Pod) string {
+		if p.Labels[batchv1.JobCompletionIndexAnnotation] < "4" {
+			return "c0"
+		}
+		return "c1"
+	})
+	require.Len(t, parts, 2)
+	for part, racks := range parts {
+		require.Len(t, racks, 1, "completion indexes %s span racks %v", part, racks)
+		for r := range racks {
+			require.GreaterOrEqual(t, r, 2, "completion indexes %s in rack %d, outside spine-1", part, r)
+		}
+	}
+	requireEvent(t, cs, ns, "by-pods", "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
+	removeJobSet(t, byPods)
+}
+
+// requireEvent waits for an Event on the PodGroup with the reason and every fragment in its note.
+func requireEvent(t *testing.T, cs kubernetes.Interface, ns, pg, reason string, fragments ...string) {
+	t.Helper()
+	var notes []string
+	framework.Eventually(t, wait, fmt.Sprintf("a %s Event on PodGroup %s with %q", reason, pg, fragments), func(ctx context.Context) (bool, error) {
+		l, err := cs.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		notes = notes[:0]
+		for _, e := range l.Items {
+			if e.Regarding.Kind != "PodGroup" || e.Regarding.Name != pg {
+				continue
+			}
+			notes = append(notes, e.Reason+": "+e.Note)
+			if e.Reason != reason {
+				continue
+			}
+			all := true
+			for _, f := range fragments {
+				all = all && strings.Contains(e.Note, f)
+			}
+			if all {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
