@@ -31,6 +31,7 @@ const (
 	FieldSpreadConstraints       = "spreadConstraints"
 	FieldPropagateDeps           = "propagateDeps"
 	FieldGroupName               = "groupName"
+	FieldSubGroupPolicy          = "subGroupPolicy"
 )
 
 // fieldOrder is the canonical order of short field names inside one defaulted-by entry.
@@ -38,7 +39,7 @@ var fieldOrder = []string{
 	FieldQueue, FieldPriorityClassName, FieldSchedulerName, FieldNetworkTopology,
 	FieldTTLSecondsAfterFinished, FieldActiveDeadlineSeconds,
 	FieldClusterNames, FieldReplicaScheduling, FieldSpreadConstraints, FieldPropagateDeps,
-	FieldGroupName,
+	FieldGroupName, FieldSubGroupPolicy,
 }
 
 // Prefixes of the sources that are not policies; ':' cannot occur in a policy name.

@@ -3,24 +3,30 @@ package podgroupneighbours
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
+	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
@@ -124,13 +130,14 @@ func removeJobSet(t *testing.T, js *jobsetv1alpha2.JobSet) {
 	})
 }
 
-// A JobSet asks for sub-groups with hyperbatch.dev/subgroup-by; with the real JobSet controller, the
+// The ways in for sub-groups, with the real neighbours and hyperbatch-scheduler. A JobSet asks for
+// sub-groups with hyperbatch.dev/subgroup-by; with the real JobSet controller, the
 // Job controller (kube-controller-manager) and hyperbatch-scheduler, the PodGroup gets the policy,
 // the Jobs' pods match it by the labels those controllers give them, and each sub-group lands in
 // one rack, the gang in one spine (spine-1: spine-0 has room for the 32 GPUs in total but no rack
 // holds 16). By replica: each Job of 4 pods. By pods: each 4 pods of one 8-pod Job, in
-// completion-index order.
-func TestJobSetSubGroups(t *testing.T) {
+// completion-index order. Then a Volcano Job's partitions (volcanoJobPartitions).
+func TestSubGroupWaysIn(t *testing.T) {
 	framework.StartJobSetAndJobControllers(t, env.Env)
 	ctx, cancel := context.WithCancel(context.Background())
 	_, done, err := schedulerenv.Run(ctx, env.Config, t.TempDir(), schedulerenv.Options{WithoutEnqueueWait: true})
@@ -190,6 +197,109 @@ func TestJobSetSubGroups(t *testing.T) {
 	}
 	requireEvent(t, cs, ns, "by-pods", "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
 	removeJobSet(t, byPods)
+
+	volcanoJobPartitions(t, cs, rackOf)
+}
+
+// volcanoJobPartitions: a Volcano Job whose task has a partitionPolicy (2 partitions of 4 pods, hard
+// tier 1), in a namespace no WorkloadPolicy governs (pod-webhook=disabled: only the podgroup-vcjob
+// entry's match condition sends its PodGroup to hyperbatch). The real vc-controller-manager
+// (v1.14.0-alpha.0) makes the PodGroup without subGroupPolicy and labels the pods with their task
+// and index only; hyperbatch's PodGroup admission restores the partitions as sub-groups, the
+// PodGroup status controller moves the PodGroup to Inqueue (so Volcano creates the pods), and
+// hyperbatch-scheduler puts each partition in one rack of spine-1.
+func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	ns := namespace(t)
+	nsObj := &corev1.Namespace{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
+	nsObj.Labels = map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled}
+	require.NoError(t, env.Client.Update(ctx, nsObj))
+	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	stopStatus, err := framework.StartManager(env.Config, func(mgr manager.Manager) error {
+		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, stopStatus()) })
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(env.Config, kubeconfig))
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	vc, err := framework.StartVolcanoControllers(sctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(vc.LogTail(40))
+		}
+		assert.NoError(t, vc.Stop())
+	})
+
+	tier1, tier2 := 1, 2
+	job := &batchv1alpha1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "partitioned"},
+		Spec: batchv1alpha1.JobSpec{
+			Queue: "default", SchedulerName: podgroup.HyperbatchSchedulerName, MinAvailable: 8,
+			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierAllowed: &tier2},
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 8,
+				PartitionPolicy: &batchv1alpha1.PartitionPolicySpec{TotalPartitions: 2, PartitionSize: 4, MinPartitions: 2,
+					NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierAllowed: &tier1}},
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+						Limits: corev1.ResourceList{builders.GPU: resource.MustParse("4")}}}}}}}},
+		},
+	}
+	require.NoError(t, env.Client.Create(ctx, job))
+	require.NotNil(t, job.Spec.Tasks[0].PartitionPolicy, "the stored Job keeps its partitionPolicy")
+	key := client.ObjectKey{Namespace: ns, Name: job.Name + "-" + string(job.UID)}
+	var pg schedulingv1beta1.PodGroup
+	framework.Eventually(t, wait, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, key, &pg)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	require.Len(t, pg.Spec.SubGroupPolicy, 2, "the PodGroup did not get the Job's partitions")
+	assert.Equal(t, "vcjob:partitioned/subGroupPolicy", pg.Annotations[hbv1.DefaultedByAnnotation])
+
+	var pods corev1.PodList
+	framework.Eventually(t, 2*wait, "8 bound pods of Volcano Job partitioned", func(ctx context.Context) (bool, error) {
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job.Name}); err != nil {
+			return false, err
+		}
+		bound := 0
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == 8, nil
+	})
+	parts := map[string]map[int]bool{}
+	for _, p := range pods.Items {
+		part := "p0"
+		if p.Labels[batchv1alpha1.TaskIndex] >= "4" {
+			part = "p1"
+		}
+		if parts[part] == nil {
+			parts[part] = map[int]bool{}
+		}
+		parts[part][rackOf[p.Spec.NodeName]] = true
+	}
+	require.Len(t, parts, 2)
+	for part, racks := range parts {
+		require.Len(t, racks, 1, "partition %s spans racks %v", part, racks)
+		for r := range racks {
+			require.GreaterOrEqual(t, r, 2, "partition %s in rack %d, outside spine-1", part, r)
+		}
+	}
+	requireEvent(t, cs, ns, pg.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
 }
 
 // requireEvent waits for an Event on the PodGroup with the reason and every fragment in its note.
