@@ -3,6 +3,7 @@ package podgroupneighbours
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,58 +14,45 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
-	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
-// subGroupJobSet is a hyperbatch-scheduler JobSet of replicas Jobs × parallelism pods of 4 GPUs,
-// hard inside one spine (tier 2), with the sub-group annotations ann.
-func subGroupJobSet(ns, name string, replicas, parallelism int32, ann map[string]string) *jobsetv1alpha2.JobSet {
-	ann[defaults.NetworkTopologyModeAnnotation] = "hard"
-	ann[defaults.NetworkTopologyHighestTierAnnotation] = "2"
-	return &jobsetv1alpha2.JobSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
-		Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
-			Name: "workers", Replicas: replicas,
-			Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				Parallelism: ptr.To(parallelism), Completions: ptr.To(parallelism), BackoffLimit: ptr.To[int32](0),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					SchedulerName: podgroup.HyperbatchSchedulerName, RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{builders.GPU: resource.MustParse("4")}}}},
-				}},
-			}},
-		}}},
-	}
+// example reads one of examples/subgroups into obj, in namespace ns.
+func example(t *testing.T, file, ns string, obj client.Object) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(framework.RepoRoot(), "examples", "subgroups", file))
+	require.NoError(t, err)
+	require.NoError(t, yaml.UnmarshalStrict(raw, obj))
+	obj.SetNamespace(ns)
 }
 
-// subGroupFabric makes 4 racks (tier 1) of 2 fake 8-GPU nodes, spine-0 = racks 0,1 and spine-1 =
-// racks 2,3 (tier 2), and binds a 4-GPU filler to the first node of racks 0 and 1: spine-0 has 24
-// GPUs free but no rack 16; racks 2 and 3 have 16 each. It returns each node's rack.
+// subGroupFabric makes 6 racks (tier 1) of 4 fake 8-GPU nodes, spine-0 = racks 0-2 and spine-1 =
+// racks 3-5 (tier 2), the examples' shape (make run's leaves have 4 such nodes), and binds an 8-GPU
+// filler to the first node of racks 0-2: spine-0 has 9 nodes free, room for an 8-pod gang of 8 GPUs
+// and the best fit for it as a flat gang, but no rack there holds 4 of its pods; spine-1's racks
+// hold 4 each. It returns each node's rack.
 func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	rackOf := map[string]int{}
 	var spines [2][]topologyv1alpha1.MemberSpec
-	for r := 0; r < 4; r++ {
+	for r := 0; r < 6; r++ {
 		var members []topologyv1alpha1.MemberSpec
-		for i := 0; i < 2; i++ {
+		for i := 0; i < 4; i++ {
 			n := fmt.Sprintf("sg-r%d-n%d", r, i)
 			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", "subgroups").Obj(), builders.GPUNode())
 			rackOf[n] = r
@@ -72,17 +60,29 @@ func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string
 		}
 		rack := fmt.Sprintf("sg-rack-%d", r)
 		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(rack, 1).Members(members...).Obj()))
-		spines[r/2] = append(spines[r/2], builders.HyperNodeMember(rack))
+		spines[r/3] = append(spines[r/3], builders.HyperNodeMember(rack))
 	}
 	for s := range spines {
 		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("sg-spine-%d", s), 2).Members(spines[s]...).Obj()))
 	}
-	for r := 0; r < 2; r++ {
-		f := builders.MakeGangPod(ns, fmt.Sprintf("filler-%d", r), "", "default-scheduler").GPUs(4).Obj()
+	for r := 0; r < 3; r++ {
+		f := builders.MakeGangPod(ns, fmt.Sprintf("filler-%d", r), "", "default-scheduler").GPUs(8).Obj()
 		f.Spec.NodeName = fmt.Sprintf("sg-r%d-n0", r)
 		require.NoError(t, env.Client.Create(ctx, f))
 	}
 	return rackOf
+}
+
+// inSpine1 checks that every part is in one rack, each of spine-1 (racks 3-5).
+func inSpine1(t *testing.T, what string, parts map[string]map[int]bool) {
+	t.Helper()
+	require.Len(t, parts, 2, what)
+	for part, racks := range parts {
+		require.Len(t, racks, 1, "%s %s spans racks %v", what, part, racks)
+		for r := range racks {
+			require.GreaterOrEqual(t, r, 3, "%s %s in rack %d, outside spine-1", what, part, r)
+		}
+	}
 }
 
 // boundRacks waits until the JobSet's want pods are bound and returns the racks of each sub-group,
@@ -155,12 +155,12 @@ func TestSubGroupWaysIn(t *testing.T) {
 	ns := namespace(t)
 	rackOf := subGroupFabric(t, cs, ns)
 
-	byReplica := subGroupJobSet(ns, "by-replica", 2, 4, map[string]string{
-		hbv1.SubGroupByAnnotation: hbv1.SubGroupByReplica, hbv1.SubGroupHighestTierAnnotation: "1"})
+	byReplica := &jobsetv1alpha2.JobSet{}
+	example(t, "jobset-by-replica.yaml", ns, byReplica)
 	require.NoError(t, env.Client.Create(ctx, byReplica))
 	pg := &schedulingv1beta1.PodGroup{}
-	framework.Eventually(t, wait, "the PodGroup of by-replica with its subGroupPolicy", func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "by-replica"}, pg)
+	framework.Eventually(t, wait, "the PodGroup of tp-by-replica with its subGroupPolicy", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: byReplica.Name}, pg)
 		return err == nil && len(pg.Spec.SubGroupPolicy) == 1, client.IgnoreNotFound(err)
 	})
 	p := pg.Spec.SubGroupPolicy[0]
@@ -168,41 +168,27 @@ func TestSubGroupWaysIn(t *testing.T) {
 	require.Equal(t, int32(4), *p.SubGroupSize)
 	require.Equal(t, []string{jobsetv1alpha2.JobIndexKey}, p.MatchLabelKeys)
 	require.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
-	parts := boundRacks(t, ns, "by-replica", 8, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] })
-	require.Len(t, parts, 2)
-	for part, racks := range parts {
-		require.Len(t, racks, 1, "Job %s spans racks %v", part, racks)
-		for r := range racks {
-			require.GreaterOrEqual(t, r, 2, "Job %s in rack %d, outside spine-1", part, r)
-		}
-	}
-	requireEvent(t, cs, ns, "by-replica", "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
+	inSpine1(t, "Job", boundRacks(t, ns, byReplica.Name, 8, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] }))
+	requireEvent(t, cs, ns, byReplica.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
 	removeJobSet(t, byReplica)
 
-	byPods := subGroupJobSet(ns, "by-pods", 1, 8, map[string]string{
-		hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "4", hbv1.SubGroupHighestTierAnnotation: "1"})
+	byPods := &jobsetv1alpha2.JobSet{}
+	example(t, "jobset-by-pods.yaml", ns, byPods)
 	require.NoError(t, env.Client.Create(ctx, byPods))
-	parts = boundRacks(t, ns, "by-pods", 8, rackOf, func(p corev1.Pod) string {
+	inSpine1(t, "completion indexes", boundRacks(t, ns, byPods.Name, 8, rackOf, func(p corev1.Pod) string {
 		if p.Labels[batchv1.JobCompletionIndexAnnotation] < "4" {
 			return "c0"
 		}
 		return "c1"
-	})
-	require.Len(t, parts, 2)
-	for part, racks := range parts {
-		require.Len(t, racks, 1, "completion indexes %s span racks %v", part, racks)
-		for r := range racks {
-			require.GreaterOrEqual(t, r, 2, "completion indexes %s in rack %d, outside spine-1", part, r)
-		}
-	}
-	requireEvent(t, cs, ns, "by-pods", "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
+	}))
+	requireEvent(t, cs, ns, byPods.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
 	removeJobSet(t, byPods)
 
 	volcanoJobPartitions(t, cs, rackOf)
 }
 
 // volcanoJobPartitions: a Volcano Job whose task has a partitionPolicy (2 partitions of 4 pods, hard
-// tier 1), in a namespace no WorkloadPolicy governs (pod-webhook=disabled: only the podgroup-vcjob
+// tier 1; examples/subgroups/volcano-job-partitions.yaml), in a namespace no WorkloadPolicy governs (pod-webhook=disabled: only the podgroup-vcjob
 // entry's match condition sends its PodGroup to hyperbatch). The real vc-controller-manager
 // (v1.14.0-alpha.0) makes the PodGroup without subGroupPolicy and labels the pods with their task
 // and index only; hyperbatch's PodGroup admission restores the partitions as sub-groups, the
@@ -243,20 +229,8 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 		assert.NoError(t, vc.Stop())
 	})
 
-	tier1, tier2 := 1, 2
-	job := &batchv1alpha1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "partitioned"},
-		Spec: batchv1alpha1.JobSpec{
-			Queue: "default", SchedulerName: podgroup.HyperbatchSchedulerName, MinAvailable: 8,
-			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierAllowed: &tier2},
-			Tasks: []batchv1alpha1.TaskSpec{{Name: "worker", Replicas: 8,
-				PartitionPolicy: &batchv1alpha1.PartitionPolicySpec{TotalPartitions: 2, PartitionSize: 4, MinPartitions: 2,
-					NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierAllowed: &tier1}},
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{builders.GPU: resource.MustParse("4")}}}}}}}},
-		},
-	}
+	job := &batchv1alpha1.Job{}
+	example(t, "volcano-job-partitions.yaml", ns, job)
 	require.NoError(t, env.Client.Create(ctx, job))
 	require.NotNil(t, job.Spec.Tasks[0].PartitionPolicy, "the stored Job keeps its partitionPolicy")
 	key := client.ObjectKey{Namespace: ns, Name: job.Name + "-" + string(job.UID)}
@@ -266,10 +240,10 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 		return err == nil, client.IgnoreNotFound(err)
 	})
 	require.Len(t, pg.Spec.SubGroupPolicy, 2, "the PodGroup did not get the Job's partitions")
-	assert.Equal(t, "vcjob:partitioned/subGroupPolicy", pg.Annotations[hbv1.DefaultedByAnnotation])
+	assert.Equal(t, "vcjob:"+job.Name+"/subGroupPolicy", pg.Annotations[hbv1.DefaultedByAnnotation])
 
 	var pods corev1.PodList
-	framework.Eventually(t, 2*wait, "8 bound pods of Volcano Job partitioned", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, 2*wait, "8 bound pods of Volcano Job "+job.Name, func(ctx context.Context) (bool, error) {
 		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1alpha1.JobNameKey: job.Name}); err != nil {
 			return false, err
 		}
@@ -292,13 +266,7 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 		}
 		parts[part][rackOf[p.Spec.NodeName]] = true
 	}
-	require.Len(t, parts, 2)
-	for part, racks := range parts {
-		require.Len(t, racks, 1, "partition %s spans racks %v", part, racks)
-		for r := range racks {
-			require.GreaterOrEqual(t, r, 2, "partition %s in rack %d, outside spine-1", part, r)
-		}
-	}
+	inSpine1(t, "partition", parts)
 	requireEvent(t, cs, ns, pg.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
 }
 
