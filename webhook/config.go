@@ -403,23 +403,24 @@ const (
 )
 
 // unboundTopologyMatchName names the match condition of VolcanoJobPodGroupEntryName.
-const unboundTopologyMatchName = "volcano-job-topology-without-tier"
+const unboundTopologyMatchName = "volcano-job-podgroup-to-complete"
 
-// unboundTopologyExpression is true for a PodGroup whose controller is a Volcano Job and whose
-// networkTopology names no tier: what Volcano v1.14's job controller makes of a Job with
-// highestTierName (it copies mode and highestTierAllowed only). Every step is guarded by has(), so it
-// never errors.
-const unboundTopologyExpression = "has(object.spec) && has(object.spec.networkTopology) && " +
-	"!has(object.spec.networkTopology.highestTierName) && !has(object.spec.networkTopology.highestTierAllowed) && " +
-	"has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, " +
-	"has(r.controller) && r.controller && r.apiVersion == 'batch.volcano.sh/v1alpha1' && r.kind == 'Job')"
+// unboundTopologyExpression is true for a PodGroup whose controller is a Volcano Job and that lacks
+// what Volcano's job controller may drop: a networkTopology that names no tier (Volcano v1.14's
+// controller copies mode and highestTierAllowed only, not highestTierName), or no subGroupPolicy
+// (the pinned v1.14.0-alpha.0 controller does not turn tasks' partitionPolicy into sub-groups).
+// Every step is guarded by has(), so it never errors.
+const unboundTopologyExpression = "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, " +
+	"has(r.controller) && r.controller && r.apiVersion == 'batch.volcano.sh/v1alpha1' && r.kind == 'Job') && " +
+	"(!has(object.spec) || !has(object.spec.subGroupPolicy) || (has(object.spec.networkTopology) && " +
+	"!has(object.spec.networkTopology.highestTierName) && !has(object.spec.networkTopology.highestTierAllowed)))"
 
 // volcanoJobPodGroupEntry sends, in namespaces labelled pod-webhook=disabled (no WorkloadPolicy
 // governs them, so the PodGroup entry skips them under the default WorkloadNamespaceSelector; with a
 // selector of the caller's own it is not added), the PodGroups Volcano's job controller makes with a
-// networkTopology but no tier to the same PodGroup mutating handler: the PodGroup gets its Job's
-// highestTierName (defaults.VolcanoJobPodGroup), which needs no policy. Other PodGroups there never
-// reach hyperbatch.
+// networkTopology but no tier, or without subGroupPolicy, to the same PodGroup mutating handler: the
+// PodGroup gets its Job's highestTierName and its tasks' partitions as sub-groups
+// (defaults.VolcanoJobPodGroup), which need no policy. Other PodGroups there never reach hyperbatch.
 func (o ConfigOptions) volcanoJobPodGroupEntry(part entryPart, rules []admissionregistrationv1.RuleWithOperations,
 	fp admissionregistrationv1.FailurePolicyType, timeout int32) admissionregistrationv1.MutatingWebhook {
 	return o.ungovernedEntry(part, rules, fp, timeout, ungovernedMatch{

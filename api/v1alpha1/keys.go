@@ -50,6 +50,22 @@ const (
 	// other JobSets make no call to the gate.
 	JobSetGangLabel = "hyperbatch.dev/jobset-gang"
 
+	// SubGroupByAnnotation on a JobSet splits its gang into sub-groups (PodGroup.spec.subGroupPolicy,
+	// written by controllers/podgroup): "replica" makes each Job of a replicatedJob one sub-group;
+	// "pods" makes each SubGroupPodsAnnotation pods of a replicatedJob, in completion-index order,
+	// one sub-group (docs/scheduler.md, "Sub-groups").
+	SubGroupByAnnotation = "hyperbatch.dev/subgroup-by"
+	// SubGroupByReplica and SubGroupByPods are the values of SubGroupByAnnotation.
+	SubGroupByReplica = "replica"
+	SubGroupByPods    = "pods"
+	// SubGroupPodsAnnotation is the size of each sub-group with SubGroupByAnnotation "pods".
+	SubGroupPodsAnnotation = "hyperbatch.dev/subgroup-pods"
+	// SubGroupNetworkTopologyModeAnnotation ("hard" or "soft") and SubGroupHighestTierAnnotation
+	// (a positive tier) are each sub-group's networkTopology, as Volcano's
+	// volcano.sh/network-topology-mode and volcano.sh/network-topology-highest-tier are the gang's.
+	SubGroupNetworkTopologyModeAnnotation = "hyperbatch.dev/subgroup-network-topology-mode"
+	SubGroupHighestTierAnnotation         = "hyperbatch.dev/subgroup-highest-tier"
+
 	// HyperJobNameLabel names the HyperJob that owns a child Volcano Job or PropagationPolicy.
 	HyperJobNameLabel = "volcano.sh/hyperjob-name"
 	// ReplicatedJobNameLabel names the replicatedJob a child object was made from.

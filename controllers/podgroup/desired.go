@@ -42,7 +42,7 @@ func Suspended(js *jobsetv1alpha2.JobSet) bool { return workload.JobSetSuspended
 // Desired builds the PodGroup the JobSet should have: the fields this controller owns and nothing
 // else (it is an apply configuration, not a full object). The JobSet's own keys come first: its
 // queue annotation, the first pod template's priorityClassName, the Volcano topology annotations on
-// the JobSet; what is still empty comes from defaults.JobSetPodGroup, the PodGroup webhook's call
+// the JobSet, the sub-groups hyperbatch.dev/subgroup-by asks for (SubGroups); what is still empty comes from defaults.JobSetPodGroup, the PodGroup webhook's call
 // (defaults.PodGroup) plus one rule: no policy topology for pods pinned to nodes. The Skips name
 // the defaults left out that way.
 func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Policies, adm Admission) (*schedulingv1beta1.PodGroup, []defaults.Skip, error) {
@@ -94,6 +94,9 @@ func Desired(js *jobsetv1alpha2.JobSet, ns defaults.Namespace, pols *defaults.Po
 		}
 		pg.Spec.NetworkTopology = nt
 	}
+	if pg.Spec.SubGroupPolicy, err = SubGroups(js); err != nil {
+		return nil, nil, err
+	}
 	res := defaults.JobSetPodGroup(pg, js, ns, pols)
 	if pg.Spec.Queue == "" {
 		// The PodGroup CRD defaults spec.queue to Volcano's "default" queue; asking for it outright
@@ -117,7 +120,8 @@ func UpToDate(want, have *schedulingv1beta1.PodGroup) bool {
 	w, h := &want.Spec, &have.Spec
 	return w.MinMember == h.MinMember && w.Queue == h.Queue && w.PriorityClassName == h.PriorityClassName &&
 		sameResources(w.MinResources, h.MinResources) &&
-		equality.Semantic.DeepEqual(w.NetworkTopology, h.NetworkTopology)
+		equality.Semantic.DeepEqual(w.NetworkTopology, h.NetworkTopology) &&
+		equality.Semantic.DeepEqual(w.SubGroupPolicy, h.SubGroupPolicy)
 }
 
 // formatResources renders a resource list in a stable order ("cpu=1250m, memory=2Gi"; "none").

@@ -32,6 +32,7 @@ const (
 	FieldPropagateDeps           = "propagateDeps"
 	FieldGroupName               = "groupName"
 	FieldMinResources            = "minResources"
+	FieldSubGroupPolicy          = "subGroupPolicy"
 )
 
 // fieldOrder is the canonical order of short field names inside one defaulted-by entry.
@@ -39,7 +40,7 @@ var fieldOrder = []string{
 	FieldQueue, FieldPriorityClassName, FieldSchedulerName, FieldNetworkTopology,
 	FieldTTLSecondsAfterFinished, FieldActiveDeadlineSeconds,
 	FieldClusterNames, FieldReplicaScheduling, FieldSpreadConstraints, FieldPropagateDeps,
-	FieldGroupName, FieldMinResources,
+	FieldGroupName, FieldMinResources, FieldSubGroupPolicy,
 }
 
 // Prefixes of the sources that are not policies; ':' cannot occur in a policy name.

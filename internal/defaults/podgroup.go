@@ -140,7 +140,9 @@ func podGroupTopology(nt *hbv1.NetworkTopology) *schedulingv1beta1.NetworkTopolo
 // them unset it gets the Job's spec.queue (the PodGroup CRD's "default" counts as unset, as for
 // PodGroup), priorityClassName and networkTopology; and when the PodGroup has the Job's topology
 // without its highestTierName (Volcano v1.14's job controller copies only mode and
-// highestTierAllowed), it gets the Job's highestTierName. Nothing the PodGroup sets is overwritten.
+// highestTierAllowed), it gets the Job's highestTierName; a PodGroup without subGroupPolicy gets
+// the sub-groups of the Job's tasks' partitionPolicy (VolcanoJobSubGroups), which the pinned
+// controller (v1.14.0-alpha.0) does not write. Nothing the PodGroup sets is overwritten.
 // The source is the Job (SourceVolcanoJob). A nil job or pg changes nothing.
 func VolcanoJobPodGroup(pg *schedulingv1beta1.PodGroup, job *batchv1alpha1.Job) Result {
 	if pg == nil || job == nil {
@@ -170,6 +172,12 @@ func VolcanoJobPodGroup(pg *schedulingv1beta1.PodGroup, job *batchv1alpha1.Job) 
 			nt.HighestTierName = jt.HighestTierName
 			pg.Spec.NetworkTopology = &nt
 			r.record("spec.networkTopology.highestTierName", FieldNetworkTopology, src)
+		}
+	}
+	if len(pg.Spec.SubGroupPolicy) == 0 {
+		if sg := VolcanoJobSubGroups(job); len(sg) > 0 {
+			pg.Spec.SubGroupPolicy = sg
+			r.record("spec.subGroupPolicy", FieldSubGroupPolicy, src)
 		}
 	}
 	return r.finish(&pg.ObjectMeta)

@@ -31,6 +31,9 @@ const (
 	BindingMinResources = "minResources"
 	// BindingPacking: pods of different sizes do not pack onto the domain's nodes.
 	BindingPacking = "packing"
+	// BindingSubGroups: the domain has room for the gang's pods, but not for its required
+	// sub-groups whole, each inside one HyperNode its own networkTopology allows (Placement.SubGroups).
+	BindingSubGroups = "sub-groups"
 	// BindingPodTooBig: no eligible node has the allocatable capacity for one pod of the gang.
 	BindingPodTooBig = "pod larger than any node"
 )
@@ -52,6 +55,39 @@ type Placement struct {
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
 	// Message is the scheduler's message (the pods' PodScheduled=False message).
 	Message string `json:"message"`
+	// SubGroups is where the required sub-groups of a gang with subGroupPolicy fit, nil for other gangs.
+	SubGroups *SubGroupPlacement `json:"subGroups,omitempty"`
+}
+
+// SubGroupPlacement says which of a waiting gang's required sub-groups fit where.
+type SubGroupPlacement struct {
+	// Required is how many sub-groups the gang needs placed (minSubGroups, then minMember).
+	Required int `json:"required"`
+	// Size and Limit are the pods of each required sub-group and its networkTopology in words, when
+	// every required sub-group has the same (Size 0 and Limit "" otherwise).
+	Size  int64  `json:"size,omitempty"`
+	Limit string `json:"limit,omitempty"`
+	// Domains are the allowed gang domains with room for the required pods, the ones holding the
+	// most sub-groups first (at most 5).
+	Domains []SubGroupDomain `json:"domains,omitempty"`
+	// Holds is the most required sub-groups any allowed gang domain holds whole (Domains[0].Holds).
+	Holds int `json:"holds"`
+}
+
+// SubGroupDomain is one gang domain and how many required sub-groups of Size fit whole in it.
+type SubGroupDomain struct {
+	HyperNode string `json:"hyperNode"`
+	Tier      int    `json:"tier"`
+	Holds     int    `json:"holds"`
+	// Rooms are the HyperNodes inside it that the sub-groups' limit allows (the highest such), with
+	// the pods each has room for, roomiest first (at most 6).
+	Rooms []NamedRoom `json:"rooms,omitempty"`
+}
+
+// NamedRoom is a HyperNode and the pods it has room for.
+type NamedRoom struct {
+	Name string `json:"name"`
+	Room int64  `json:"room"`
 }
 
 // Amounts are pods and resource quantities (Kubernetes quantity strings, e.g. "20", "40").

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -212,7 +213,123 @@ func ChooseGroups(t topology.Tree, nodes []fwk.NodeInfo, req GroupRequest) (*Gro
 	if need == 1 {
 		what = "1 more pod needing " + c.p.amounts(total)
 	}
-	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s in %d required sub-group(s): %s", what, requiredCount(req.Groups), strings.Join(notes, "; "))}
+	return nil, &Unsatisfiable{Msg: fmt.Sprintf("%s in %d required sub-group(s): %s", what, requiredCount(req.Groups), strings.Join(notes, "; ")),
+		Placement: s.placement(gangs, need, total)}
+}
+
+// placement is the failure in numbers (gangcontract.Placement): per allowed tier the gang domain
+// with the most room (BindingSubGroups when it has room for the pods but not for the sub-groups
+// whole), and, for required sub-groups of one size and limit, how many of them each gang domain
+// with room for their pods holds whole.
+func (s *groupSearch) placement(gangs [][]*topology.HyperNode, need int64, total vector) *gangcontract.Placement {
+	c := s.c
+	out := &gangcontract.Placement{Version: gangcontract.PlacementVersion, Need: c.amounts(need, total)}
+	var fit []*topology.HyperNode
+	for _, cands := range gangs {
+		if len(cands) == 0 {
+			continue
+		}
+		tp := gangcontract.TierPlacement{Tier: cands[0].Tier, Allowed: true, Candidates: len(cands)}
+		best := cands[0]
+		for _, g := range cands {
+			if c.rooms[g.Index] > c.rooms[best.Index] {
+				best = g
+			}
+			if c.rooms[g.Index] >= need {
+				fit = append(fit, g)
+				tp.Evaluated++
+			}
+		}
+		tp.Evaluated = min(tp.Evaluated, c.maxCand)
+		c.describeDomain(&tp, best)
+		if tp.BestRoom >= need {
+			tp.Binding = gangcontract.BindingSubGroups
+		}
+		out.Tiers = append(out.Tiers, tp)
+	}
+	sp := &gangcontract.SubGroupPlacement{}
+	var first *Group
+	uniform := true
+	for i := range s.req.Groups {
+		g := &s.req.Groups[i]
+		if !g.Required || g.Pods <= 0 {
+			continue
+		}
+		if !g.Topology {
+			continue
+		}
+		sp.Required++
+		if first == nil {
+			first = g
+		} else if g.Pods != first.Pods || g.Limit.Describe != first.Limit.Describe || g.Limit.Hard != first.Limit.Hard {
+			uniform = false
+		}
+	}
+	if sp.Required == 0 {
+		return out
+	}
+	out.SubGroups = sp
+	if !uniform || !first.Limit.Hard {
+		return out
+	}
+	sp.Size, sp.Limit = int64(first.Pods), first.Limit.Describe
+	for _, g := range fit {
+		held, rooms := s.holds(g, first.Limit, sp.Size)
+		d := gangcontract.SubGroupDomain{HyperNode: g.Name, Tier: g.Tier, Holds: int(held)}
+		if g.IsRoot() {
+			d.HyperNode = topology.RootName
+		}
+		for i, r := range rooms {
+			if i == 6 {
+				break
+			}
+			d.Rooms = append(d.Rooms, gangcontract.NamedRoom{Name: r.Name, Room: r.Room})
+		}
+		sp.Domains = append(sp.Domains, d)
+	}
+	sort.SliceStable(sp.Domains, func(i, j int) bool {
+		if sp.Domains[i].Holds != sp.Domains[j].Holds {
+			return sp.Domains[i].Holds > sp.Domains[j].Holds
+		}
+		return sp.Domains[i].Tier < sp.Domains[j].Tier
+	})
+	if len(sp.Domains) > 5 {
+		sp.Domains = sp.Domains[:5]
+	}
+	if len(sp.Domains) > 0 {
+		sp.Holds = sp.Domains[0].Holds
+	}
+	return out
+}
+
+// holds counts the sub-groups of size pods that fit whole inside gangNode, each in one of the highest
+// HyperNodes there that limit allows, one such HyperNode at a time, and lists those HyperNodes'
+// rooms, roomiest first.
+func (s *groupSearch) holds(gangNode *topology.HyperNode, limit gang.Limit, size int64) (int64, []gangcontract.NamedRoom) {
+	var tops []*topology.HyperNode
+	for _, h := range subtree(s.t, gangNode) {
+		if !Allows(limit, h) {
+			continue
+		}
+		if p := h.Parent; p != nil && gangNode.Contains(p) && Allows(limit, p) {
+			continue
+		}
+		tops = append(tops, h)
+	}
+	var held int64
+	rooms := make([]gangcontract.NamedRoom, 0, len(tops))
+	for _, h := range tops {
+		r := s.c.rooms[h.Index]
+		held += r / size
+		rooms = append(rooms, gangcontract.NamedRoom{Name: h.Name, Room: r})
+	}
+	sort.SliceStable(rooms, func(i, j int) bool {
+		if rooms[i].Room != rooms[j].Room {
+			return rooms[i].Room > rooms[j].Room
+		}
+		return rooms[i].Name < rooms[j].Name
+	})
+	return held, rooms
 }
 
 func requiredCount(gs []Group) int {

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -292,5 +294,39 @@ func TestChooseGroupsNothingRequired(t *testing.T) {
 	}
 	if got.HyperNode != "spine-0" || got.Groups[1].Placed {
 		t.Fatalf("got %s, groups %+v; want spine-0 with b not placed", got.HyperNode, got.Groups)
+	}
+}
+
+// A gang whose required sub-groups fit nowhere whole gets the failure in numbers: per tier the best
+// domain (binding "sub-groups" where the pods fit but the sub-groups do not), and how many
+// sub-groups each gang domain holds, with the rooms of the HyperNodes their limit allows.
+func TestChooseGroupsPlacementNumbers(t *testing.T) {
+	c := newCluster() // 4 racks of 4 nodes x 8 GPUs; spine-0 = racks 0,1; spine-1 = racks 2,3
+	for _, n := range []string{"n0", "n4", "n8", "n12"} {
+		c.use(n, rl("1", 8)) // every rack has 3 free nodes: one sub-group of 2 each
+	}
+	var err error
+	c.cache.Read(func(tr topology.Tree) {
+		_, err = ChooseGroups(tr, c.nodeInfos(), GroupRequest{Request: Request{Demand: Demand{Pods: []corev1.ResourceList{rl("1", 8)}}, Topology: true, Limit: hard(2)},
+			Groups: []Group{
+				{Name: "a", Pods: 2, Topology: true, Limit: hard(1), Required: true},
+				{Name: "b", Pods: 2, Topology: true, Limit: hard(1), Required: true},
+				{Name: "c", Pods: 2, Topology: true, Limit: hard(1), Required: true},
+			}})
+	})
+	var u *Unsatisfiable
+	if !errors.As(err, &u) || u.Placement == nil {
+		t.Fatalf("err %v, want an Unsatisfiable with a placement", err)
+	}
+	p := u.Placement
+	if p.Need.Pods != 6 || len(p.Tiers) != 2 || p.Tiers[1].Binding != gangcontract.BindingSubGroups || p.Tiers[1].BestRoom != 6 {
+		t.Fatalf("placement %+v", p)
+	}
+	sg := p.SubGroups
+	if sg == nil || sg.Required != 3 || sg.Size != 2 || sg.Holds != 2 || len(sg.Domains) != 2 || sg.Limit != "highestTierAllowed=1" {
+		t.Fatalf("sub-groups %+v", sg)
+	}
+	if d := sg.Domains[0]; d.HyperNode != "spine-0" || d.Holds != 2 || len(d.Rooms) != 2 || d.Rooms[0] != (gangcontract.NamedRoom{Name: "rack-0", Room: 3}) {
+		t.Fatalf("domain %+v", d)
 	}
 }

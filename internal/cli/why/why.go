@@ -523,6 +523,7 @@ func changes(r *Report, now time.Time) []string {
 				out = append(out, fmt.Sprintf("a higher tier: with highestTierAllowed %d, %s has room for all %d pods", s.Value, s.Domain, p.Need.Pods))
 			}
 		}
+		out = append(out, subGroupChanges(r, p.SubGroups)...)
 		if h := earliest(r.InTheWay); h != nil {
 			out = append(out, fmt.Sprintf("wait: %s runs in %s and ends by %s (%s, %s from now)", h.Gang, bestAllowed(p), h.EndsBy, h.DeadlineFrom, until(h.EndsBy, now)))
 		}
@@ -532,6 +533,36 @@ func changes(r *Report, now time.Time) []string {
 	}
 	if out == nil {
 		out = []string{}
+	}
+	return out
+}
+
+// subGroupChanges are what would let a gang's required sub-groups fit: fewer of them (the most one
+// allowed domain holds whole), or the room one more of them needs in the best domain.
+func subGroupChanges(r *Report, sg *gangcontract.SubGroupPlacement) []string {
+	if sg == nil || sg.Size == 0 || len(sg.Domains) == 0 || sg.Holds >= sg.Required {
+		return nil
+	}
+	best := sg.Domains[0]
+	var out []string
+	if sg.Holds > 0 {
+		out = append(out, fmt.Sprintf("fewer sub-groups: %s holds %d of the %d required sub-groups of %d pods whole (minSubGroups at most %d, and minMember %d instead of %d)",
+			best.HyperNode, sg.Holds, sg.Required, sg.Size, sg.Holds, int64(r.MinMember)-int64(sg.Required-sg.Holds)*sg.Size, r.MinMember))
+	}
+	var gapIn string
+	var gap int64
+	for _, room := range best.Rooms {
+		if g := sg.Size - room.Room%sg.Size; gapIn == "" || g < gap {
+			gapIn, gap = room.Name, g
+		}
+	}
+	if gapIn != "" {
+		pods := fmt.Sprintf("%d more pods", gap)
+		if gap == 1 {
+			pods = "1 more pod"
+		}
+		out = append(out, fmt.Sprintf("more room: %s free in %s (%s) would hold one more sub-group of %d pods inside %s",
+			pods, gapIn, sg.Limit, sg.Size, best.HyperNode))
 	}
 	return out
 }
@@ -630,6 +661,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if err := output.Tab(w, rows); err != nil {
 			return err
 		}
+		if sg := p.SubGroups; sg != nil {
+			if err := writeSubGroups(w, pw, sg); err != nil {
+				return err
+			}
+		}
 		if len(r.InTheWay) > 0 {
 			pw.Printf("Gangs placed in %s:\n", bestAllowed(p))
 			rows := [][]string{{"GANG", "PHASE", "PODS THERE", "ENDS BY"}}
@@ -662,6 +698,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeSubGroups says which of the required sub-groups fit where: per gang domain with room for
+// their pods, how many it holds whole and the rooms of the HyperNodes their limit allows.
+func writeSubGroups(w io.Writer, pw *output.StickyWriter, sg *gangcontract.SubGroupPlacement) error {
+	if sg.Size == 0 {
+		pw.Printf("Sub-groups: %d required, of different sizes or limits (the scheduler's message above says which does not fit).\n", sg.Required)
+		return nil
+	}
+	pw.Printf("Sub-groups: %d required, %d pods each, each inside one HyperNode of %s; the most one allowed domain holds whole: %d.\n",
+		sg.Required, sg.Size, sg.Limit, sg.Holds)
+	if len(sg.Domains) == 0 {
+		pw.Println("No allowed domain has room for the required sub-groups' pods.")
+		return nil
+	}
+	rows := [][]string{{"DOMAIN", "TIER", "HOLDS", "ROOM (PODS) OF ITS HYPERNODES"}}
+	for _, d := range sg.Domains {
+		parts := make([]string, 0, len(d.Rooms))
+		for _, room := range d.Rooms {
+			parts = append(parts, fmt.Sprintf("%s %d", room.Name, room.Room))
+		}
+		rows = append(rows, []string{d.HyperNode, strconv.Itoa(d.Tier), fmt.Sprintf("%d/%d", d.Holds, sg.Required), strings.Join(parts, ", ")})
+	}
+	return output.Tab(w, rows)
 }
 
 func resourceNames(a gangcontract.Amounts) []string {

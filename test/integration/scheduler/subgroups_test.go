@@ -9,8 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -85,6 +87,24 @@ func TestSubGroupsOnFragmentedFabric(t *testing.T) {
 		"no tier-1 domain has room for the 32 pods of the required sub-groups",
 		"holds 3 of the 4 required sub-groups of 8 pods")
 	waitEvent(t, ns, "sg", "GangWaiting", "in 4 required sub-group(s)", "holds 3 of the 4 required sub-groups of 8 pods")
+	// The same in numbers, for kubectl hyperbatch why: spine-0 holds 3 of the 4 (rack-1 23, rack-0 15).
+	var sgp *gangcontract.SubGroupPlacement
+	waitFor(t, 30*time.Second, func() bool {
+		pg := &schedulingv1beta1.PodGroup{}
+		if err := env.Client.Get(ctxFor(t, 10*time.Second), client.ObjectKey{Namespace: ns, Name: "sg"}, pg); err != nil {
+			return false
+		}
+		p, err := gangcontract.ParsePlacement(pg.Annotations[gangcontract.PlacementAnnotation])
+		if err != nil || p.SubGroups == nil {
+			return false
+		}
+		sgp = p.SubGroups
+		return true
+	}, "the placement annotation of sg with its sub-groups")
+	if sgp.Required != 4 || sgp.Size != 8 || sgp.Holds != 3 || len(sgp.Domains) == 0 || sgp.Domains[0].HyperNode != "subgroups-spine-0" ||
+		len(sgp.Domains[0].Rooms) != 2 || sgp.Domains[0].Rooms[0] != (gangcontract.NamedRoom{Name: "subgroups-rack-1", Room: 23}) {
+		t.Fatalf("placement sub-groups %+v", sgp)
+	}
 	stayUnbound(t, ns, "sg", 2*time.Second)
 
 	// minSubGroups 3 (minMember 24): Volcano's meaning, three sub-groups with subGroupSize pods
