@@ -125,3 +125,19 @@ func TestNoVolcanoWebhookNoDeferral(t *testing.T) {
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: VolcanoJobWebhookName}}}))
 	assert.True(t, hasVolcanoJobWebhook(s))
 }
+
+// A task's partitionPolicy that cannot become sub-groups (partitions × size is not its replicas) is
+// refused on CREATE, naming the field; a consistent one, and any UPDATE, pass.
+func TestVolcanoJobPartitionPolicyRefused(t *testing.T) {
+	d := testDeps(t, teamA(), nsA)
+	job := func(total, size int32) *batchv1alpha1.Job {
+		return &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "a"}, Spec: batchv1alpha1.JobSpec{Queue: "team-a",
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 8, PartitionPolicy: &batchv1alpha1.PartitionPolicySpec{TotalPartitions: total, PartitionSize: size}}}}}
+	}
+	wantDenied(t, d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job(3, 2), nil)),
+		http.StatusUnprocessableEntity, "spec.tasks[0].partitionPolicy", "totalPartitions 3 × partitionSize 2 must equal the task's replicas 8")
+	resp := d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Create, job(2, 4), nil))
+	assert.True(t, resp.Allowed, "%+v", resp.Result)
+	resp = d.volcanoJobValidator().Handle(context.Background(), request(t, KindVolcanoJob, admissionv1.Update, job(3, 2), job(3, 2)))
+	assert.True(t, resp.Allowed, "%+v", resp.Result)
+}

@@ -20,8 +20,8 @@ import (
 // totalPartitions makes every partition required (minSubGroups 1); a smaller minPartitions cannot
 // be said per policy and is left to minMember (the Job's minAvailable), which takes whole
 // partitions until it is met. A task whose totalPartitions × partitionSize is not its replicas
-// gets none (the API says the two should be equal; nothing refuses it yet). nil when no task has a
-// partitionPolicy.
+// gets none (PartitionMismatch: the Volcano Job webhook refuses to create such a Job). nil when no
+// task has a partitionPolicy.
 func VolcanoJobSubGroups(job *batchv1alpha1.Job) []schedulingv1beta1.SubGroupPolicySpec {
 	if job == nil {
 		return nil
@@ -29,7 +29,7 @@ func VolcanoJobSubGroups(job *batchv1alpha1.Job) []schedulingv1beta1.SubGroupPol
 	var out []schedulingv1beta1.SubGroupPolicySpec
 	for _, task := range job.Spec.Tasks {
 		pp := task.PartitionPolicy
-		if pp == nil || pp.TotalPartitions < 1 || pp.PartitionSize < 1 || pp.TotalPartitions*pp.PartitionSize != task.Replicas {
+		if pp == nil || PartitionMismatch(task) != "" {
 			continue
 		}
 		var nt *schedulingv1beta1.NetworkTopologySpec
@@ -64,4 +64,21 @@ func VolcanoJobSubGroups(job *batchv1alpha1.Job) []schedulingv1beta1.SubGroupPol
 		}
 	}
 	return out
+}
+
+// PartitionMismatch says what is wrong with a task's partitionPolicy for sub-groups ("" when nothing
+// is, or it has none): partitions and their size must be positive and multiply to the task's replicas.
+func PartitionMismatch(task batchv1alpha1.TaskSpec) string {
+	pp := task.PartitionPolicy
+	if pp == nil {
+		return ""
+	}
+	if pp.TotalPartitions < 1 || pp.PartitionSize < 1 || pp.TotalPartitions*pp.PartitionSize != task.Replicas {
+		return fmt.Sprintf("totalPartitions %d × partitionSize %d must equal the task's replicas %d: set them so that each of the %d pods is in one partition, or remove partitionPolicy",
+			pp.TotalPartitions, pp.PartitionSize, task.Replicas, task.Replicas)
+	}
+	if pp.MinPartitions < 0 || pp.MinPartitions > pp.TotalPartitions {
+		return fmt.Sprintf("minPartitions %d must be between 0 and totalPartitions %d", pp.MinPartitions, pp.TotalPartitions)
+	}
+	return ""
 }
