@@ -45,7 +45,7 @@ func (r *Reconciler) priceTrainerPodGroup(ctx context.Context, js *jobsetv1alpha
 	priced, err := MinResources(js, adm)
 	if err != nil {
 		r.recorder.Event(js, corev1.EventTypeWarning, ReasonInvalidGang, "Trainer's PodGroup not priced: "+err.Error())
-		return nil
+		return nil //nolint:nilerr // bad input (the Event names the field and the fix): a retry cannot help
 	}
 	want := defaults.FormatResourceList(priced)
 	if pg.Annotations[hbv1.PricedMinResourcesAnnotation] == want && defaults.SameResourceList(pg.Spec.MinResources, priced) {

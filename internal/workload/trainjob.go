@@ -27,7 +27,12 @@ var trainJob = Workload{
 		FinishedAt: typed(TrainJobFinishedAt),
 		Suspended:  typed(TrainJobSuspended),
 	},
-	CLI: CLI{Name: "trainjob", Aliases: []string{"tj"}},
+	// With the runtime's podGroupPolicy.volcano Trainer makes the PodGroup (the TrainJob's name,
+	// controlled by the TrainJob); without it the JobSet Trainer makes (the TrainJob's name) is
+	// hyperbatch's gang.
+	Gang: &Gang{MadeBy: MadeByTrainer, OwnerAPIVersion: defaults.TrainJobGVK.GroupVersion().String(), OwnerKind: defaults.TrainJobGVK.Kind,
+		SameName: true, MinMember: "every pod of the TrainJob (Trainer's count, podGroupPolicy.volcano); without it, its JobSet's gang", Via: defaults.KindJobSet},
+	CLI: CLI{Name: "trainjob", Aliases: []string{"tj"}, Why: true, Explain: true},
 }
 
 // TrainJob condition types (Trainer v2.3.0's trainer.kubeflow.org/v1alpha1).

@@ -57,6 +57,9 @@ const (
 	MadeByVolcano Maker = "Volcano"
 	// MadeByHyperbatch means hyperbatch's gang controller (controllers/podgroup) makes the PodGroup.
 	MadeByHyperbatch Maker = "hyperbatch"
+	// MadeByTrainer means Kubeflow Trainer's Volcano plugin makes the PodGroup (podGroupPolicy.volcano);
+	// hyperbatch's PodGroup webhook admits it and controllers/podgroup prices it.
+	MadeByTrainer Maker = "Trainer"
 )
 
 // Gang says how the kind's PodGroup is shaped and owned.
@@ -70,6 +73,10 @@ type Gang struct {
 	SameName bool
 	// MinMember is what the PodGroup's minMember counts, in words (docs and the CLI).
 	MinMember string
+	// Via is the kind of the same-named object whose gang the workload's pods are in when it has no
+	// PodGroup of its own ("" when there is none): a TrainJob without podGroupPolicy runs as its
+	// JobSet's gang. `why KIND/NAME` looks there second.
+	Via defaults.Kind
 }
 
 // Where says where a lifecycle setting lives on an object.

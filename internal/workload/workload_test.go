@@ -41,6 +41,10 @@ func TestRowsAreComplete(t *testing.T) {
 			owners[key] = w.Kind
 			got, ok := workload.ByPodGroupOwner(g.OwnerAPIVersion, g.OwnerKind)
 			assert.True(t, ok && got.Kind == w.Kind, w.Kind)
+			if g.Via != "" {
+				via, ok := workload.Lookup(g.Via)
+				assert.True(t, ok && via.Gang != nil, "%s: its gang is via %s, which is no gang kind", w.Kind, g.Via)
+			}
 		}
 		if l := w.Lifecycle; l != nil {
 			assert.Contains(t, []workload.Where{workload.InAnnotation, workload.InNativeField}, l.Deadline, w.Kind)

@@ -47,7 +47,7 @@ func newExplainCommand(o *Options) *cobra.Command {
 		Use:   "explain KIND/NAME",
 		Short: "Explain what hyperbatch did to a workload: governing policy, filled fields and their source, skips, refusals, a HyperJob's split",
 		Long: `Explain one object of a kind hyperbatch admits (Pod, Volcano Job, PodGroup, JobSet, HyperJob,
-PropagationPolicy): which WorkloadPolicy governs its namespace and why (selector, weight, the ties
+TrainJob, PropagationPolicy): which WorkloadPolicy governs its namespace and why (selector, weight, the ties
 and weights it won or lost), each field hyperbatch filled with its source (the
 hyperbatch.dev/defaulted-by annotation), the defaults the engine skips on it and why (a default
 that would contradict the workload's own fields), what the engine would fill if it were created
@@ -179,7 +179,7 @@ hyperbatch's deciders recorded:
   - the smallest changes that would let it go on: fewer pods, a higher tier, or waiting for a gang
     with a known deadline.
 
-GANG is NAME or pg/NAME (a PodGroup), vcjob/NAME, jobset/NAME or pod/NAME, in -n's namespace.
+GANG is NAME or pg/NAME (a PodGroup), vcjob/NAME, jobset/NAME, trainjob/NAME or pod/NAME, in -n's namespace.
 Exits 4 while the gang is not placed.`,
 		Example: `  kubectl hyperbatch why vcjob/train -n ml
   kubectl hyperbatch why pg/train-6d1c -n ml -o json`,

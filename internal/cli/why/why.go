@@ -169,7 +169,17 @@ func Resolve(s *snapshot.Snapshot, namespace, arg string) (*schedulingv1beta1.Po
 		}
 		return nil, "", exitcode.NotFoundf("pod %s/%s not found", namespace, name)
 	case w.Gang != nil:
-		return byOwner(w.Gang.OwnerAPIVersion, w.Gang.OwnerKind, w.Title)
+		pg, owner, err := byOwner(w.Gang.OwnerAPIVersion, w.Gang.OwnerKind, w.Title)
+		if err == nil || w.Gang.Via == "" {
+			return pg, owner, err
+		}
+		// No PodGroup of its own: the gang of the same-named object it runs as (a TrainJob's JobSet).
+		if via, ok := workload.Lookup(w.Gang.Via); ok && via.Gang != nil {
+			if pg, owner, viaErr := byOwner(via.Gang.OwnerAPIVersion, via.Gang.OwnerKind, via.Title); viaErr == nil {
+				return pg, fmt.Sprintf("%s %s/%s (as its %s)", w.Title, namespace, name, owner), nil
+			}
+		}
+		return nil, "", err
 	}
 	return nil, "", exitcode.Usagef("%q: name a gang as NAME or pg/NAME (PodGroup), %s or pod/NAME", arg, strings.Join(gangForms(), ", "))
 }

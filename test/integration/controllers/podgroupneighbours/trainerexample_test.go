@@ -52,7 +52,7 @@ func trainerExample(t *testing.T, name, ns string) []*unstructured.Unstructured 
 	require.NoError(t, err)
 	f, err := os.Open(filepath.Join(dir, "examples", "yaml", name))
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var out []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	for {

@@ -1,18 +1,27 @@
 package podgroupneighbours
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/cli/app"
+	"github.com/hyperbatch/hyperbatch/internal/cli/exitcode"
+	"github.com/hyperbatch/hyperbatch/internal/cli/explain"
+	"github.com/hyperbatch/hyperbatch/internal/cli/why"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
@@ -90,6 +99,21 @@ func TestTrainJobAdmittedWhereTrainerReadsIt(t *testing.T) {
 	assert.Equal(t, "hyperbatch-scheduler", pod.Spec.SchedulerName)
 	assert.Equal(t, "tq", pod.Annotations[defaults.QueueNameAnnotation])
 
+	// kubectl hyperbatch explain and why, against this apiserver, on the TrainJob.
+	var ex explain.Report
+	runCLI(t, &ex, "explain", "trainjob/"+tj.GetName(), "-n", ns)
+	assert.Equal(t, "tj-"+ns, ex.Policy)
+	var filled []string
+	for _, f := range ex.Filled {
+		filled = append(filled, f.Field)
+	}
+	assert.ElementsMatch(t, []string{"queue", "ttlSecondsAfterFinished", "activeDeadlineSeconds"}, filled)
+	var w why.Report
+	runCLI(t, &w, "why", "tj/"+tj.GetName(), "-n", ns)
+	assert.Equal(t, ns+"/"+tj.GetName(), w.Gang, "why resolves Trainer's PodGroup")
+	assert.Equal(t, "TrainJob "+ns+"/"+tj.GetName(), w.Owner)
+	assert.Equal(t, int32(4), w.MinMember)
+
 	forbidden := trainerObject("TrainJob", ns, "forbidden", map[string]any{
 		"runtimeRef": map[string]any{"name": "torch-distributed-volcano"},
 		"runtimePatches": []any{map[string]any{"manager": "me", "trainingRuntimeSpec": map[string]any{"template": map[string]any{
@@ -106,4 +130,18 @@ func TestTrainJobAdmittedWhereTrainerReadsIt(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "metadata.annotations[hyperbatch.dev/ttl-seconds-after-finished]")
 	assert.Contains(t, err.Error(), "use 0 to delete the workload as soon as it finishes, or omit the annotation to keep it")
+}
+
+// runCLI runs kubectl-hyperbatch's command tree against the test's apiserver with -o json into v.
+func runCLI(t *testing.T, v any, args ...string) {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
+	var out, errOut bytes.Buffer
+	cmd := app.NewCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(append([]string{"--kubeconfig", kc}, append(args, "-o", "json")...))
+	cmd.SetContext(context.Background())
+	code := exitcode.Of(cmd.Execute())
+	require.NotContains(t, []int{exitcode.Failed, exitcode.Usage}, code, "kubectl hyperbatch %v: %s", args, errOut.String())
+	require.NoError(t, json.Unmarshal(out.Bytes(), v), out.String())
 }
