@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -155,7 +154,7 @@ func (r realNodes) preflight() error {
 	// The bridge and the cgroups have host-wide names: when this directory did not make them, another
 	// real-node cluster (another --dir or checkout) owns them, and up's cleanup would tear it down.
 	if _, own := readRealState(r.dir); !own {
-		if linkExists(realBridge) {
+		if bridgeExists() {
 			miss = append(miss, realPrereq{"network interface " + realBridge, "it exists but " + r.dir + " did not make it: another real-node cluster runs (make down in its directory), or remove a leftover with `ip link del " + realBridge + "`"})
 		}
 		if dirs, _ := realCgroupDirs(); len(dirs) > 0 {
@@ -547,6 +546,3 @@ func (r realNodes) importImages(ctx context.Context) error {
 	}
 	return nil
 }
-
-// errNoRealNodes is returned by load-images when no real-node cluster runs.
-var errNoRealNodes = errors.New("no real nodes run")

@@ -33,7 +33,7 @@ func cleanupRealNodes(dir, bin string) error {
 	if err := deleteRealLinks(); err != nil {
 		errs = append(errs, err)
 	}
-	if haveState || linkExists(realBridge) {
+	if haveState || bridgeExists() {
 		if err := cleanIPTables(bin); err != nil {
 			errs = append(errs, err)
 		}
@@ -183,15 +183,16 @@ func unmountBelow(dir string) error {
 	return fmt.Errorf("mounts below %s could not be unmounted: %s", dir, strings.Join(mps, ", "))
 }
 
-func linkExists(name string) bool {
-	_, err := os.Stat(filepath.Join("/sys/class/net", name))
+// bridgeExists reports whether the real nodes' bridge exists.
+func bridgeExists() bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", realBridge))
 	return err == nil
 }
 
 // deleteRealLinks deletes the veths attached to the bridge (a pod's veth lives as long as its
 // network namespace; the namespace's mount is gone, but a leftover is removed here) and the bridge.
 func deleteRealLinks() error {
-	if !linkExists(realBridge) {
+	if !bridgeExists() {
 		return nil
 	}
 	ports, _ := filepath.Glob(filepath.Join("/sys/class/net", realBridge, "brif", "*"))
@@ -313,7 +314,7 @@ func realLeftovers(dir string) []string {
 	if mps, _ := mountsBelow(dir); len(mps) > 0 {
 		left = append(left, "mounts: "+strings.Join(mps, ", "))
 	}
-	if linkExists(realBridge) {
+	if bridgeExists() {
 		left = append(left, "network interface "+realBridge)
 	}
 	if dirs, _ := realCgroupDirs(); len(dirs) > 0 {
