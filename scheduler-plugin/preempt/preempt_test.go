@@ -42,6 +42,9 @@ type instance struct {
 	leafOf map[string]int
 	units  []*Unit
 	used   map[string]int // cpu used per node
+	// groupFit, when set, is the brute force's own test that a gang's sub-groups fit in the domain
+	// (its nodes) with free cpu per node.
+	groupFit func(dom []string, free map[string]int) bool
 }
 
 func newInstance(rng *rand.Rand, leaves int, now time.Time) *instance {
@@ -194,6 +197,9 @@ func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now
 					room += f / podCPU
 				}
 				if room < need {
+					continue
+				}
+				if in.groupFit != nil && !in.groupFit(dom, free) {
 					continue
 				}
 				for _, p := range []int32{10, 5, 0} {
@@ -591,5 +597,98 @@ func TestChooseFreesRoomInTheSubGroupsShape(t *testing.T) {
 	var nd *NoDomain
 	if !errors.As(err2, &nd) {
 		t.Fatalf("with only the young gangs: err %v; want a *NoDomain", err2)
+	}
+}
+
+// TestChooseWithSubGroupsMatchesBruteForce: on random instances, a gang of 2 or 3 sub-groups (4 to
+// 12 pods each, each hard in one leaf, the gang within one spine) gets the same tier and least cost
+// as a brute force over every domain and victim subset whose own test assigns the sub-groups to the
+// domain's leaves; and the domain chooser places the sub-groups in the room the victims free.
+func TestChooseWithSubGroupsMatchesBruteForce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewSource(37))
+	tier1 := gang.Limit{Hard: true, Tier: 1, Describe: "highestTierAllowed 1"}
+	checked, withVictims, differ := 0, 0, 0
+	for i := 0; i < 600; i++ {
+		in := newInstance(rng, 2+rng.Intn(3), now)
+		below := int32([]int{5, 10}[rng.Intn(2)]) // the preemptor's priority: victims are below it
+		eligible := func(u *Unit) bool { return u.Priority < below }
+		units := eligibleUnits(in.units, eligible)
+		if len(units) > 12 {
+			continue
+		}
+		var sizes []int
+		need := 0
+		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 2, Describe: "highestTierAllowed 2"}, Now: now}
+		for g := 0; g < 2+rng.Intn(2); g++ {
+			n := 4 + rng.Intn(9)
+			sizes = append(sizes, n)
+			need += n
+			req.Groups = append(req.Groups, domain.Group{Name: fmt.Sprintf("tp[%d]", g), Pods: n, Topology: true, Limit: tier1, Required: true})
+		}
+		req.Pods = []corev1.ResourceList{cpu(podCPU)}
+		// The reference: each sub-group into one leaf of the domain, every assignment tried.
+		in.groupFit = func(dom []string, free map[string]int) bool {
+			room := map[int]int{}
+			for _, n := range dom {
+				room[in.leafOf[n]] += free[n] / podCPU
+			}
+			var assign func(g int) bool
+			assign = func(g int) bool {
+				if g == len(sizes) {
+					return true
+				}
+				for l, r := range room {
+					if r >= sizes[g] {
+						room[l] -= sizes[g]
+						ok := assign(g + 1)
+						room[l] += sizes[g]
+						if ok {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			return assign(0)
+		}
+		var got *Result
+		var err error
+		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
+		wantTier, want := in.bruteForce(need, 2, eligible, now, nil)
+		checked++
+		if want == nil {
+			if err == nil {
+				t.Fatalf("instance %d: brute force finds no domain, Choose cleared %s at %v", i, got.Describe(), got.Cost)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
+		}
+		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) || !got.Exact {
+			t.Fatalf("instance %d: Choose cleared %s at %v (exact %v); brute force: tier %d cost %v", i, got.Describe(), got.Cost, got.Exact, wantTier, *want)
+		}
+		if len(got.Victims) > 0 {
+			withVictims++
+		}
+		// Without the sub-groups' test the flat cheapest may differ: count how often it does.
+		in.groupFit = nil
+		if _, flat := in.bruteForce(need, 2, eligible, now, nil); flat == nil || flat.Less(*want) {
+			differ++
+		}
+		// The domain chooser agrees: the sub-groups fit in the freed room.
+		in.cache.Read(func(tr topology.Tree) {
+			_, err = domain.ChooseGroups(tr, in.nodeInfos(), domain.GroupRequest{
+				Request: domain.Request{Demand: domain.Demand{Pods: req.Pods}, Topology: true, Limit: req.Limit, Freed: got.Freed},
+				Groups:  req.Groups})
+		})
+		if err != nil {
+			t.Fatalf("instance %d: after clearing %s the domain chooser does not place the sub-groups: %v", i, got.Describe(), err)
+		}
+	}
+	t.Logf("%d instances checked, %d with victims, %d where the flat cheapest set would not fit the sub-groups", checked, withVictims, differ)
+	if withVictims < 50 || differ < 5 {
+		t.Fatalf("only %d instances with victims and %d where the shape matters: the generator does not exercise the search", withVictims, differ)
 	}
 }
