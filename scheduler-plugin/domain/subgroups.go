@@ -349,6 +349,9 @@ type groupSearch struct {
 	req    GroupRequest
 	budget int
 	lowest int
+	// feasible: within only decides whether the required groups fit (GroupsFit), without the
+	// optional groups' places or the quotas.
+	feasible bool
 }
 
 // order is a group and the HyperNodes it may use inside one gang domain.
@@ -466,10 +469,13 @@ func (s *groupSearch) within(gangNode *topology.HyperNode, cutoff *GroupCost) (*
 	}
 	b.dfs(0, 0)
 	if b.best == nil {
-		if cutoff != nil {
+		if cutoff != nil || s.feasible {
 			return nil, ""
 		}
 		return nil, s.shortfall(gangNode, req)
+	}
+	if s.feasible {
+		return &GroupChoice{Cost: b.bestCost}, ""
 	}
 	// Replay the best placement, then add the optional groups where they fit.
 	b.load, b.leafUse = map[*topology.HyperNode]int64{}, map[*topology.HyperNode]int{}
@@ -491,6 +497,36 @@ func (s *groupSearch) within(gangNode *topology.HyperNode, cutoff *GroupCost) (*
 	gc := &GroupChoice{Cost: GroupCost{GangTier: gangNode.Tier, TierSum: b.bestCost.TierSum, Leaves: b.bestCost.Leaves}, Exact: b.budget > 0}
 	gc.Groups = s.quotas(dom)
 	return gc, ""
+}
+
+// GroupsFit reports whether the required groups fit whole inside gangNode when each of its nodes
+// has rooms[node] slots (pods of the gang's one pod size; nodes not listed have none): the
+// feasibility test of ChooseGroups (the same search, each group inside one HyperNode its limit
+// allows and containing its placed pods, Hall's condition on the tree), for a caller that counts the
+// rooms itself, such as the preemption search's what-if of a victim set. budget bounds the search
+// (<= 0: 50,000); a search that runs out reports false.
+func GroupsFit(t topology.Tree, gangNode *topology.HyperNode, rooms map[string]int64, groups []Group, budget int) bool {
+	c := &chooser{t: t, nh: t.Len()}
+	c.rooms = make([]int64, c.nh+1)
+	for name, r := range rooms {
+		if r <= 0 {
+			continue
+		}
+		c.rooms[c.nh] += r
+		for _, h := range t.Containers(name) {
+			c.rooms[h.Index] += r
+		}
+	}
+	s := &groupSearch{c: c, t: t, req: GroupRequest{Groups: groups}, budget: budget, feasible: true}
+	if s.budget <= 0 {
+		s.budget = 50000
+	}
+	s.lowest = t.Root().Tier
+	if tiers := t.Tiers(); len(tiers) > 0 {
+		s.lowest = tiers[0]
+	}
+	gc, _ := s.within(gangNode, nil)
+	return gc != nil
 }
 
 // markSame links each order to the last earlier one with the same need and candidates.

@@ -200,6 +200,15 @@ func (p *Plugin) preemptRequest(t topology.Tree, pod *corev1.Pod, spec *gang.Spe
 		nodeSet.Insert(n)
 	}
 	req.Placed = sets.List(nodeSet)
+	if len(spec.SubGroups) > 0 || spec.SubGroupErr != nil {
+		// Room in the gang's own shape: the victim set must let its required sub-groups fit whole.
+		groups, shape, eligible, err := groupDemand(t, pod, spec, members, placed)
+		if err != nil {
+			return req, limit, err
+		}
+		req.Pods, req.Groups, req.Eligible = []corev1.ResourceList{shape}, groups, eligible
+		return req, limit, nil
+	}
 	d := p.demand(pod, spec, members, placed)
 	req.Pods, req.Min = d.Pods, d.Min
 	req.Eligible = eligibleFor(pod)

@@ -157,15 +157,33 @@ func groupRequest(t topology.Tree, spec *gang.Spec, members []*corev1.Pod, place
 
 // chooseGroups is choose for a gang with sub-groups.
 func (p *Plugin) chooseGroups(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod, placed map[types.UID]string, nodes []fwk.NodeInfo, req domain.Request) (*domain.Choice, error) {
-	if spec.SubGroupErr != nil {
-		return nil, spec.SubGroupErr
-	}
-	groups, err := groupRequest(t, spec, members, placed)
+	groups, shape, eligible, err := groupDemand(t, pod, spec, members, placed)
 	if err != nil {
 		return nil, err
 	}
-	// Every pod is counted in one size, the largest request of the pods still to place, on nodes
-	// every one of them may use.
+	req.Demand = domain.Demand{Pods: []corev1.ResourceList{shape}}
+	req.Eligible = eligible
+	if held := p.res.heldAgainst(spec.Key, corev1helpers.PodPriority(pod), time.Now()); held.Len() > 0 {
+		req.Eligible = heldEligible(req.Eligible, held)
+	}
+	gc, err := domain.ChooseGroups(t, nodes, domain.GroupRequest{Request: req, Groups: groups})
+	if err != nil {
+		return nil, err
+	}
+	return gc.Choice, nil
+}
+
+// groupDemand is what a gang with sub-groups still has to place, for the domain chooser and the
+// preemption search alike: its groups (groupRequest), the one pod size every pod is counted in (the
+// largest request of the pods still to place), and the nodes every one of them may use.
+func groupDemand(t topology.Tree, pod *corev1.Pod, spec *gang.Spec, members []*corev1.Pod, placed map[types.UID]string) ([]domain.Group, corev1.ResourceList, func(*corev1.Node) bool, error) {
+	if spec.SubGroupErr != nil {
+		return nil, nil, nil, spec.SubGroupErr
+	}
+	groups, err := groupRequest(t, spec, members, placed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	shape := corev1.ResourceList{}
 	pending := []*corev1.Pod{pod}
 	for _, m := range members {
@@ -186,8 +204,7 @@ func (p *Plugin) chooseGroups(t topology.Tree, pod *corev1.Pod, spec *gang.Spec,
 			preds = append(preds, eligibleFor(m))
 		}
 	}
-	req.Demand = domain.Demand{Pods: []corev1.ResourceList{shape}}
-	req.Eligible = func(n *corev1.Node) bool {
+	eligible := func(n *corev1.Node) bool {
 		for _, f := range preds {
 			if !f(n) {
 				return false
@@ -195,14 +212,7 @@ func (p *Plugin) chooseGroups(t topology.Tree, pod *corev1.Pod, spec *gang.Spec,
 		}
 		return true
 	}
-	if held := p.res.heldAgainst(spec.Key, corev1helpers.PodPriority(pod), time.Now()); held.Len() > 0 {
-		req.Eligible = heldEligible(req.Eligible, held)
-	}
-	gc, err := domain.ChooseGroups(t, nodes, domain.GroupRequest{Request: req, Groups: groups})
-	if err != nil {
-		return nil, err
-	}
-	return gc.Choice, nil
+	return groups, shape, eligible, nil
 }
 
 // groupPins is the nodes a pod of the named group may still take: where the plan gives the group a

@@ -14,6 +14,10 @@
 //     priority down, the fewest victim units (a unit is a whole gang or a lone pod); then the fewest
 //     victim pods in total; then the least run time lost (younger victims first); then by name.
 //   - A unit is evicted whole: a gang's members outside the domain go too (and count in its cost).
+//   - A gang with sub-groups (Request.Groups): a victim set counts only when, with it gone, the
+//     required sub-groups fit whole in their own HyperNodes inside the domain, tested by the domain
+//     chooser's own sub-group search (domain.GroupsFit); the room of the flat count is a necessary
+//     condition checked first, and the cost order is the same.
 //   - Room is counted in pods of the gang's largest request per resource: exact when the pods ask
 //     the same; for mixed sizes sound (a cleared domain holds every pod) but conservative, by at most
 //     what the largest pod asks beyond each other pod (docs/scheduler.md, "Pods of different sizes").
@@ -74,6 +78,12 @@ type Request struct {
 	// (PodGroup minResources less its placed pods' use), nil for none.
 	Pods []corev1.ResourceList
 	Min  corev1.ResourceList
+	// Groups are the gang's sub-groups (PodGroup.spec.subGroupPolicy) as the domain chooser places
+	// them (domain.GroupRequest.Groups); nil for a gang without. With groups, a victim set is taken
+	// only when the required groups then fit whole, each inside one HyperNode its limit allows within
+	// the cleared domain (domain.GroupsFit); Pods then gives the pod size rooms are counted in, and the
+	// pods needed are the required groups' pods.
+	Groups []domain.Group
 	// Topology, Limit and Placed are as in domain.Request.
 	Topology bool
 	Limit    gang.Limit

@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
+	"github.com/hyperbatch/hyperbatch/scheduler-plugin/domain"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/gang"
 	"github.com/hyperbatch/hyperbatch/scheduler-plugin/topology"
 )
@@ -40,6 +42,9 @@ type instance struct {
 	leafOf map[string]int
 	units  []*Unit
 	used   map[string]int // cpu used per node
+	// groupFit, when set, is the brute force's own test that a gang's sub-groups fit in the domain
+	// (its nodes) with free cpu per node.
+	groupFit func(dom []string, free map[string]int) bool
 }
 
 func newInstance(rng *rand.Rand, leaves int, now time.Time) *instance {
@@ -192,6 +197,9 @@ func (in *instance) bruteForce(need, maxTier int, eligible func(*Unit) bool, now
 					room += f / podCPU
 				}
 				if room < need {
+					continue
+				}
+				if in.groupFit != nil && !in.groupFit(dom, free) {
 					continue
 				}
 				for _, p := range []int32{10, 5, 0} {
@@ -483,4 +491,204 @@ func eligibleUnits(all []*Unit, eligible func(*Unit) bool) []*Unit {
 		}
 	}
 	return units
+}
+
+// TestChooseFreesRoomInTheSubGroupsShape: a gang of two sub-groups of 8 pods, each required whole in
+// one leaf (tier 1), the gang in one spine (tier 2); leaves of two nodes of 4 pods each. leaf-0 is
+// free; leaf-1 and leaf-2 each have one node taken by pods that may not be evicted and one by a young
+// victim gang; leaf-3 has two older victim gangs. Evicting the two young gangs is the cheapest flat
+// room (16 pods in the spine) but leaves the second sub-group split over two leaves; the search with
+// sub-groups evicts the two old gangs, freeing leaf-3 whole, and each victim is a whole gang.
+func TestChooseFreesRoomInTheSubGroupsShape(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	in := fullLeaves(4, 2)
+	var ms []topologyv1alpha1.MemberSpec
+	for l := 0; l < 4; l++ {
+		ms = append(ms, member(topologyv1alpha1.MemberTypeHyperNode, fmt.Sprintf("leaf-%d", l)))
+	}
+	in.cache.AddOrUpdateHyperNode(&topologyv1alpha1.HyperNode{ObjectMeta: metav1.ObjectMeta{Name: "spine-0"},
+		Spec: topologyv1alpha1.HyperNodeSpec{Tier: 2, Members: ms}})
+	mk := func(key, node string, age time.Duration) *Unit {
+		u := &Unit{Key: key, Gang: true}
+		for i := 0; i < nodeCPU/podCPU; i++ {
+			u.Pods = append(u.Pods, Pod{Namespace: "ns", Name: fmt.Sprintf("%s-%d", key[3:], i), UID: types.UID(fmt.Sprintf("%s-%d", key, i)), Node: node,
+				Requests: cpu(podCPU), Started: now.Add(-age)})
+		}
+		return u
+	}
+	victims := []*Unit{
+		mk("ns/young-1", "n1-1", time.Minute), mk("ns/young-2", "n2-1", time.Minute),
+		mk("ns/old-a", "n3-0", time.Hour), mk("ns/old-b", "n3-1", time.Hour),
+	}
+	// Pods of higher priority than the preemptor: on their nodes, never listed as victims.
+	in.units = append([]*Unit{mk("ns/keep-1", "n1-0", time.Hour), mk("ns/keep-2", "n2-0", time.Hour)}, victims...)
+	tier1 := gang.Limit{Hard: true, Tier: 1, Describe: "tier 1"}
+	req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 2, Describe: "tier 2"}, Now: now}
+	for p := 0; p < 16; p++ {
+		req.Pods = append(req.Pods, cpu(podCPU))
+	}
+	choose := func(req Request) *Result {
+		t.Helper()
+		var got *Result
+		var err error
+		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), victims, req) })
+		if err != nil {
+			t.Fatalf("Choose: %v", err)
+		}
+		return got
+	}
+	keys := func(r *Result) []string {
+		var out []string
+		for _, u := range r.Victims {
+			out = append(out, u.Key)
+		}
+		return out
+	}
+
+	// Flat, the two young gangs are the cheapest room (equal units and pods, less run time lost).
+	flat := choose(req)
+	if got := fmt.Sprint(keys(flat)); flat.HyperNode != "spine-0" || got != "[ns/young-1 ns/young-2]" {
+		t.Fatalf("flat gang: cleared %s evicting %s; want spine-0 evicting [ns/young-1 ns/young-2]", flat.Describe(), got)
+	}
+
+	req.Groups = []domain.Group{
+		{Name: "tp[0]", Pods: 8, Topology: true, Limit: tier1, Required: true},
+		{Name: "tp[1]", Pods: 8, Topology: true, Limit: tier1, Required: true},
+	}
+	got := choose(req)
+	if k := fmt.Sprint(keys(got)); got.HyperNode != "spine-0" || k != "[ns/old-a ns/old-b]" || !got.Exact {
+		t.Fatalf("sub-grouped gang: cleared %s evicting %s (exact %v); want spine-0 evicting [ns/old-a ns/old-b]", got.Describe(), k, got.Exact)
+	}
+	// Victims are whole gangs: every pod of each.
+	for _, u := range got.Victims {
+		if !u.Gang || len(u.Pods) != nodeCPU/podCPU {
+			t.Fatalf("victim %s: gang %v with %d pods; want the whole gang of %d", u.Key, u.Gang, len(u.Pods), nodeCPU/podCPU)
+		}
+	}
+	// The freed room is leaf-3's two nodes, whole: with it, the domain chooser places both
+	// sub-groups, each in one leaf.
+	if len(got.Freed) != 2 || got.Freed["n3-0"].Pods != 4 || got.Freed["n3-1"].Pods != 4 {
+		t.Fatalf("freed %v; want 4 pods on each of n3-0 and n3-1", got.Freed)
+	}
+	var gc *domain.GroupChoice
+	var err error
+	in.cache.Read(func(tr topology.Tree) {
+		gc, err = domain.ChooseGroups(tr, in.nodeInfos(), domain.GroupRequest{
+			Request: domain.Request{Demand: domain.Demand{Pods: []corev1.ResourceList{cpu(podCPU)}}, Topology: true, Limit: req.Limit, Freed: got.Freed},
+			Groups:  req.Groups})
+	})
+	if err != nil {
+		t.Fatalf("ChooseGroups after the eviction: %v", err)
+	}
+	leaves := map[string]bool{}
+	for _, g := range gc.Groups {
+		if !g.Placed || g.Tier != 1 {
+			t.Fatalf("sub-group %s placed %v in %s (tier %d); want one leaf", g.Name, g.Placed, g.HyperNode, g.Tier)
+		}
+		leaves[g.HyperNode] = true
+	}
+	if !leaves["leaf-0"] || !leaves["leaf-3"] {
+		t.Fatalf("sub-groups in %v; want leaf-0 and leaf-3", leaves)
+	}
+
+	// With only the young gangs to take, no victim set lets the sub-groups fit: nothing is evicted.
+	var err2 error
+	in.cache.Read(func(tr topology.Tree) { _, err2 = Choose(tr, in.nodeInfos(), victims[:2], req) })
+	var nd *NoDomain
+	if !errors.As(err2, &nd) {
+		t.Fatalf("with only the young gangs: err %v; want a *NoDomain", err2)
+	}
+}
+
+// TestChooseWithSubGroupsMatchesBruteForce: on random instances, a gang of 2 or 3 sub-groups (4 to
+// 12 pods each, each hard in one leaf, the gang within one spine) gets the same tier and least cost
+// as a brute force over every domain and victim subset whose own test assigns the sub-groups to the
+// domain's leaves; and the domain chooser places the sub-groups in the room the victims free.
+func TestChooseWithSubGroupsMatchesBruteForce(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewSource(37))
+	tier1 := gang.Limit{Hard: true, Tier: 1, Describe: "highestTierAllowed 1"}
+	checked, withVictims, differ := 0, 0, 0
+	for i := 0; i < 600; i++ {
+		in := newInstance(rng, 2+rng.Intn(3), now)
+		below := int32([]int{5, 10}[rng.Intn(2)]) // the preemptor's priority: victims are below it
+		eligible := func(u *Unit) bool { return u.Priority < below }
+		units := eligibleUnits(in.units, eligible)
+		if len(units) > 12 {
+			continue
+		}
+		var sizes []int
+		need := 0
+		req := Request{Topology: true, Limit: gang.Limit{Hard: true, Tier: 2, Describe: "highestTierAllowed 2"}, Now: now}
+		for g := 0; g < 2+rng.Intn(2); g++ {
+			n := 4 + rng.Intn(9)
+			sizes = append(sizes, n)
+			need += n
+			req.Groups = append(req.Groups, domain.Group{Name: fmt.Sprintf("tp[%d]", g), Pods: n, Topology: true, Limit: tier1, Required: true})
+		}
+		req.Pods = []corev1.ResourceList{cpu(podCPU)}
+		// The reference: each sub-group into one leaf of the domain, every assignment tried.
+		in.groupFit = func(dom []string, free map[string]int) bool {
+			room := map[int]int{}
+			for _, n := range dom {
+				room[in.leafOf[n]] += free[n] / podCPU
+			}
+			var assign func(g int) bool
+			assign = func(g int) bool {
+				if g == len(sizes) {
+					return true
+				}
+				for l, r := range room {
+					if r >= sizes[g] {
+						room[l] -= sizes[g]
+						ok := assign(g + 1)
+						room[l] += sizes[g]
+						if ok {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			return assign(0)
+		}
+		var got *Result
+		var err error
+		in.cache.Read(func(tr topology.Tree) { got, err = Choose(tr, in.nodeInfos(), units, req) })
+		wantTier, want := in.bruteForce(need, 2, eligible, now, nil)
+		checked++
+		if want == nil {
+			if err == nil {
+				t.Fatalf("instance %d: brute force finds no domain, Choose cleared %s at %v", i, got.Describe(), got.Cost)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("instance %d: Choose: %v; brute force: tier %d cost %v", i, err, wantTier, *want)
+		}
+		if got.Tier != wantTier || want.Less(got.Cost) || got.Cost.Less(*want) || !got.Exact {
+			t.Fatalf("instance %d: Choose cleared %s at %v (exact %v); brute force: tier %d cost %v", i, got.Describe(), got.Cost, got.Exact, wantTier, *want)
+		}
+		if len(got.Victims) > 0 {
+			withVictims++
+		}
+		// Without the sub-groups' test the flat cheapest may differ: count how often it does.
+		in.groupFit = nil
+		if _, flat := in.bruteForce(need, 2, eligible, now, nil); flat == nil || flat.Less(*want) {
+			differ++
+		}
+		// The domain chooser agrees: the sub-groups fit in the freed room.
+		in.cache.Read(func(tr topology.Tree) {
+			_, err = domain.ChooseGroups(tr, in.nodeInfos(), domain.GroupRequest{
+				Request: domain.Request{Demand: domain.Demand{Pods: req.Pods}, Topology: true, Limit: req.Limit, Freed: got.Freed},
+				Groups:  req.Groups})
+		})
+		if err != nil {
+			t.Fatalf("instance %d: after clearing %s the domain chooser does not place the sub-groups: %v", i, got.Describe(), err)
+		}
+	}
+	t.Logf("%d instances checked, %d with victims, %d where the flat cheapest set would not fit the sub-groups", checked, withVictims, differ)
+	if withVictims < 50 || differ < 5 {
+		t.Fatalf("only %d instances with victims and %d where the shape matters: the generator does not exercise the search", withVictims, differ)
+	}
 }

@@ -18,6 +18,10 @@ type search struct {
 	shape []int64 // the largest pod's request per resource: rooms are counted in it (conservative)
 	floor []int64 // minResources floor, nil for none
 	need  int64
+	// groups are the preemptor's sub-groups (nil: a flat gang); groupBudget bounds each
+	// domain.GroupsFit search.
+	groups      []domain.Group
+	groupBudget int
 
 	byName  map[string]int
 	free    [][]int64 // per node
@@ -76,6 +80,16 @@ func newSearch(t topology.Tree, nodes []fwk.NodeInfo, units []*Unit, req Request
 		s.floor = s.vec(req.Min)
 	}
 	s.need = int64(len(req.Pods))
+	if len(req.Groups) > 0 {
+		s.groups, s.groupBudget = req.Groups, groupSearchBudget
+		s.need = 0
+		for _, g := range req.Groups {
+			if g.Required {
+				s.need += int64(g.Pods)
+			}
+		}
+		s.need = max(s.need, 1)
+	}
 	k := len(s.names)
 	for i, ni := range nodes {
 		n := ni.Node()
@@ -148,6 +162,7 @@ type dom struct {
 	h     *topology.HyperNode
 	in    func(idx int) bool
 	base  int64   // slots with no victim
+	nodes []int   // the usable nodes' indexes
 	agg   []int64 // summed free capacity (only with a floor)
 	units []*unit // candidate victims with a pod on a usable node of the domain
 	best  []*unit
@@ -240,6 +255,7 @@ func (s *search) domain(h *topology.HyperNode) *dom {
 				d.units = append(d.units, u)
 			}
 		}
+		d.nodes = append(d.nodes, idx)
 		d.base += s.slots(s.free[idx], s.pods[idx])
 		for j := range d.agg {
 			d.agg[j] += max(s.free[idx][j], 0)
@@ -324,7 +340,32 @@ func (d *dom) fits(s *search, set []*unit) bool {
 			return false
 		}
 	}
-	return true
+	return s.groups == nil || d.groupsFit(s, extra)
+}
+
+// groupSearchBudget bounds each sub-group feasibility search of a victim set (search nodes).
+const groupSearchBudget = 20000
+
+// groupsFit reports whether the preemptor's required sub-groups fit whole inside the domain with
+// extra (per node index: resources, then pods) freed: the domain chooser's own test.
+func (d *dom) groupsFit(s *search, extra map[int][]int64) bool {
+	k := len(s.names)
+	rooms := make(map[string]int64, len(d.nodes))
+	buf := make([]int64, k)
+	for _, idx := range d.nodes {
+		pods := s.pods[idx]
+		copy(buf, s.free[idx])
+		if e := extra[idx]; e != nil {
+			for j := range buf {
+				buf[j] += e[j]
+			}
+			pods += e[k]
+		}
+		if r := s.slots(buf, pods); r > 0 {
+			rooms[s.nodeSet[idx]] = r
+		}
+	}
+	return domain.GroupsFit(s.t, d.h, rooms, s.groups, s.groupBudget)
 }
 
 // greedy starts from every candidate and drops the most expensive ones while the gang still fits:
@@ -379,6 +420,21 @@ func (d *dom) greedy(s *search) []*unit {
 					ok = false
 				}
 			}
+		}
+		if ok && s.groups != nil {
+			// Without u (and the units already dropped), do the sub-groups still fit whole?
+			without := make(map[int][]int64, len(extra))
+			for idx, e := range extra {
+				without[idx] = append([]int64(nil), e...)
+			}
+			for idx, f := range u.freed {
+				if d.in(idx) {
+					for j := range f {
+						without[idx][j] -= f[j]
+					}
+				}
+			}
+			ok = d.groupsFit(s, without)
 		}
 		if !ok {
 			keep = append(keep, u)
