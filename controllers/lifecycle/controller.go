@@ -90,7 +90,11 @@ const (
 // than a handful of Events over its life and client-go's per-object spam filter (a burst of 25,
 // then one per 5 minutes) never drops one.
 type Reconciler struct {
-	client   client.Client
+	client client.Client
+	// cache reads from the manager's informers even for unstructured objects (TrainJobs), which the
+	// manager's client reads from the apiserver: one GET per reconcile would make 10,000 TTL
+	// deletions falling due together wait in line (bench/results/lifecycle.txt).
+	cache    client.Reader
 	recorder record.EventRecorder
 	now      func() time.Time
 	// nativeTTL remembers, per process, the UIDs whose native TTL deletion was already counted.
@@ -115,6 +119,7 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 	registerMetrics()
 	return &Reconciler{
 		client:    client.WithFieldOwner(mgr.GetClient(), FieldOwner),
+		cache:     mgr.GetCache(),
 		recorder:  mgr.GetEventRecorderFor(EventSource),
 		now:       time.Now,
 		nativeTTL: newSeenUIDs(),

@@ -31,7 +31,7 @@ import (
 // same name is never hit by its predecessor's timer.
 func (r *Reconciler) reconcileTrainJob(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := defaults.NewTrainJob()
-	if err := r.client.Get(ctx, req.NamespacedName, tj); err != nil {
+	if err := r.cache.Get(ctx, req.NamespacedName, tj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if tj.GetDeletionTimestamp() != nil {
