@@ -202,8 +202,11 @@ func TestTrainJobNameReuseIsNotHitByAStaleTimer(t *testing.T) {
 	plainRuntime(t, rt)
 	startLifecycle(t, ns)
 
-	require.NoError(t, env.Client.Create(ctx, newTrainJob(ns, "reuse", rt, nil, 0)))
-	require.NoError(t, env.Client.Create(ctx, newTrainJob(ns, "sentinel", rt, nil, 0)))
+	// 15 s, not the policy's 5: the test deletes "reuse" by hand after both have failed, and must get
+	// there before the controller does, however slowly Trainer fails the second one.
+	ttl := map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: "15"}
+	require.NoError(t, env.Client.Create(ctx, newTrainJob(ns, "reuse", rt, ttl, 0)))
+	require.NoError(t, env.Client.Create(ctx, newTrainJob(ns, "sentinel", rt, ttl, 0)))
 	old, _ := waitTrainJobFailed(t, ns, "reuse")
 	sentinel, _ := waitTrainJobFailed(t, ns, "sentinel")
 	require.NoError(t, env.Client.Delete(ctx, old))
