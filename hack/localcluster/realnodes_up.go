@@ -18,15 +18,11 @@ import (
 	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
-// upRealNodes brings up the real nodes of a cluster whose API server runs: the host's bridge and
-// cgroups, the containerds, make images' archives in each, the kubelets and kube-proxy, then waits
+// upRealNodes brings up the real nodes of a cluster whose API server runs on the bridge r.prepare
+// made: the containerds, make images' archives in each, the kubelets and kube-proxy, then waits
 // until every node is Ready and creates their HyperNode tree (two leaves under real-spine).
 func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, r realNodes) error {
 	begin := time.Now()
-	if err := r.prepare(); err != nil {
-		return err
-	}
-	step("real nodes: bridge %s (%s), cgroups %s-0..%d, configuration in %s", realBridge, realPodCIDR, realCgroupRoot, r.n-1, l.rel(r.dir))
 	if err := s.Start(ctx, r.cl.Name, r.runtimes()...); err != nil {
 		return err
 	}
