@@ -21,7 +21,10 @@ import (
 // plugins; one kube-proxy for the host. Every pod of every real node sits on one Linux bridge, each
 // node allocating from its own /24 of the pod CIDR. The network stays on this machine: the pods get
 // a route to the pod CIDR (on the bridge) and to the Service CIDR (through the host) only, the
-// bridge plugin masquerades nothing, and IP forwarding is not switched on.
+// bridge plugin masquerades nothing. Forwarding is on for packets entering hb0 only
+// (net.ipv4.conf.hb0.forwarding, gone with the bridge; net.ipv4.ip_forward is left alone), and
+// the chain HB-REAL-FORWARD lets through hb0 -> hb0 only: a pod reaches a ClusterIP whose
+// endpoints are pods, and nothing is forwarded between a pod and an outside interface.
 const (
 	realBridge      = "hb0"             // the bridge every real node's pods attach to
 	realPodCIDR     = "10.244.0.0/16"   // the pods of all real nodes; node i allocates from 10.244.<i+1>.0/24
@@ -35,6 +38,9 @@ const (
 	realSpineName   = "real-spine"
 	realImageNS     = "k8s.io" // the containerd namespace the CRI plugin reads images from
 	realPinnedLabel = "io.cri-containerd.pinned=pinned"
+	// realForwardChain is the filter chain FORWARD jumps to first: hb0 -> hb0 accepted, anything
+	// else to or from hb0 dropped. `down` removes it with the KUBE-*/CNI-* chains (realChain).
+	realForwardChain = "HB-REAL-FORWARD"
 )
 
 // realNodeLabels are the labels every real node registers with: the e2e framework selects them with
@@ -248,6 +254,24 @@ func (r realNodes) createBridge() error {
 			return fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
+	// A pod's packet to a ClusterIP is DNATed to another pod and routed back out of hb0: IPv4
+	// forwards what enters an interface whose forwarding is on (the input interface decides).
+	fwd := "/proc/sys/net/ipv4/conf/" + realBridge + "/forwarding"
+	if err := os.WriteFile(fwd, []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("switching on forwarding for %s (%s): %w", realBridge, fwd, err)
+	}
+	rules := [][]string{
+		{"-N", realForwardChain},
+		{"-A", realForwardChain, "-i", realBridge, "-o", realBridge, "-j", "ACCEPT"},
+		{"-A", realForwardChain, "-i", realBridge, "-j", "DROP"},
+		{"-A", realForwardChain, "-o", realBridge, "-j", "DROP"},
+		{"-I", "FORWARD", "1", "-j", realForwardChain},
+	}
+	for _, rule := range rules {
+		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "filter"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(rule, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
 	return nil
 }
 
@@ -381,7 +405,9 @@ func (r realNodes) cniConfig(i int) string {
 		"cniVersion": "1.0.0",
 		"name":       "hyperbatch-real",
 		"plugins": []any{map[string]any{
-			"type": "bridge", "bridge": realBridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+			// isGateway would switch on net.ipv4.ip_forward for the whole host; the bridge has its
+			// gateway address already (createBridge), and the routes below name it.
+			"type": "bridge", "bridge": realBridge, "isGateway": false, "ipMasq": false, "hairpinMode": true,
 			"ipam": map[string]any{
 				"type":    "host-local",
 				"dataDir": filepath.Join(r.nodeDir(i), "cni-ipam"),

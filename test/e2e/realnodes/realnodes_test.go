@@ -80,6 +80,7 @@ func TestRealNodesUpPodKillUpDown(t *testing.T) {
 
 	cs := clientset(t, filepath.Join(dir, "kubeconfig"))
 	runWorker(t, cs, "rank-check", "7")
+	checkAPIFromPod(t, cs)
 	checkLoadImages(t, root, dir, run)
 
 	// kill -9 of everything: every recorded process, then every process below dir (shims, whose
@@ -215,6 +216,66 @@ func runWorker(t *testing.T, cs *kubernetes.Clientset, name, rank string) {
 	}
 }
 
+// checkAPIFromPod: the kubernetes Service points at the API server's address on the bridge, and a
+// pod's in-cluster client reaches it through the Service's ClusterIP (10.96.0.1:443): TLS verified
+// against the serving certificate's SANs, and the pod's service-account token authenticated. The
+// pod runs hyperbatch's manager as the namespace's default service account, which may do nothing,
+// so the first request it makes comes back forbidden naming that account: an answer only the API
+// server gives (before, the pod timed out dialing 10.96.0.1, which had no endpoints).
+func checkAPIFromPod(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	slice, err := cs.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the kubernetes Service's EndpointSlice: %v", err)
+	}
+	if len(slice.Endpoints) != 1 || len(slice.Endpoints[0].Addresses) != 1 || slice.Endpoints[0].Addresses[0] != "10.244.0.1" {
+		t.Fatalf("the kubernetes Service's endpoints are %+v, want the bridge gateway 10.244.0.1", slice.Endpoints)
+	}
+	const name = "api-from-pod"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			SchedulerName: "hyperbatch-scheduler",
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "manager", Image: e2efw.HyperbatchImage, ImagePullPolicy: corev1.PullNever, Command: []string{"/manager"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}},
+			}},
+		},
+	}
+	real, err := e2efw.ParseNodes(string(e2efw.RealNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real.Apply(&pod.Spec)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	defer func() {
+		_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}()
+	const want = `User \"system:serviceaccount:default:default\" cannot`
+	var logs []byte
+	for {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pod %s: %v", name, err)
+		}
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodFailed {
+			if logs, err = cs.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil && strings.Contains(string(logs), want) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pod %s (%s on %q) never got an answer from the API server through 10.96.0.1 (want %s in its log):\n%s", name, p.Status.Phase, p.Spec.NodeName, want, logs)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func killAll(t *testing.T, dir string) {
 	t.Helper()
 	pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
@@ -293,7 +354,8 @@ func leftovers(dir string) []string {
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
 		out, _ := exec.Command(save).Output()
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, ":KUBE-") || strings.HasPrefix(line, ":CNI-") || strings.Contains(line, "-j KUBE-") || strings.Contains(line, "-j CNI-") {
+			if strings.HasPrefix(line, ":KUBE-") || strings.HasPrefix(line, ":CNI-") || strings.HasPrefix(line, ":HB-REAL-") ||
+				strings.Contains(line, "-j KUBE-") || strings.Contains(line, "-j CNI-") || strings.Contains(line, "-j HB-REAL-") {
 				left = append(left, save+": "+line)
 			}
 		}
