@@ -64,7 +64,7 @@ const realPauseImage = "hyperbatch.local/pause:dev"
 const realWorkerImage = "hyperbatch.local/worker:dev"
 
 // realNodeTools are the binaries of a real node (hack/tools.sh builds them; the CNI plugins go to bin/cni/).
-var realNodeTools = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback"}
+var realNodeTools = []string{"kubelet", "kube-proxy", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback"}
 
 // realNodes is the real-node part of one cluster.
 type realNodes struct {
@@ -94,6 +94,9 @@ func (r realNodes) kubeletHealthz(i int) int { return r.kubeletPort(i) + 1 }
 func (r realNodes) proxyHealthz() int        { return r.portBase + realPortOffset }
 func (r realNodes) proxyMetrics() int        { return r.portBase + realPortOffset + 1 }
 
+// schedulerPort is kube-scheduler's --secure-port: after the kubelet ports of realMaxNodes nodes.
+func (r realNodes) schedulerPort() int { return r.portBase + realPortOffset + 2 + 2*realMaxNodes }
+
 // leaf is the leaf HyperNode of node i: the first half of the nodes under real-leaf-0, the rest
 // under real-leaf-1.
 func (r realNodes) leaf(i int) string {
@@ -108,6 +111,7 @@ func (r realNodes) ports() []localproc.PortUse {
 	out := []localproc.PortUse{
 		{Port: r.proxyHealthz(), Use: "kube-proxy healthzBindAddress"},
 		{Port: r.proxyMetrics(), Use: "kube-proxy metricsBindAddress"},
+		{Port: r.schedulerPort(), Use: "kube-scheduler --secure-port"},
 	}
 	for i := 0; i < r.n; i++ {
 		out = append(out,
@@ -149,7 +153,7 @@ func (r realNodes) preflight() error {
 	}
 	for _, t := range realNodeTools {
 		if !isExecutable(filepath.Join(r.bin, t)) {
-			miss = append(miss, realPrereq{"bin/" + t, "hack/tools.sh kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback (kubelet and containerd take minutes the first time)"})
+			miss = append(miss, realPrereq{"bin/" + t, "hack/tools.sh kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback (kubelet and containerd take minutes the first time)"})
 		}
 	}
 	for _, img := range realImages {
@@ -546,7 +550,32 @@ func (r realNodes) kubelets() localproc.Stage {
 		StartTimeout: 60 * time.Second,
 		Ready:        localproc.HTTPReady(http.DefaultClient, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(r.proxyHealthz()))+"/healthz", ""),
 	})
-	return s
+	return append(s, r.kubeScheduler())
+}
+
+// kubeScheduler is the cluster's default scheduler, for real-node pods that name no scheduler (the
+// Helm chart's manager and scheduler pods); hyperbatch-scheduler keeps the pods that name it. It
+// serves its health endpoint on 127.0.0.1 with the cluster's serving certificate.
+func (r realNodes) kubeScheduler() localproc.Component {
+	p := r.cl.PKI()
+	kc := r.cl.Kubeconfig()
+	ready := func(ctx context.Context) error {
+		tc, err := p.TLSClient()
+		if err != nil {
+			return err
+		}
+		return localproc.HTTPReady(tc, "https://"+localproc.Loopback(r.schedulerPort())+"/healthz", "ok")(ctx)
+	}
+	return localproc.Component{
+		Name: "kube-scheduler", Binary: filepath.Join(r.bin, "kube-scheduler"), StartTimeout: 60 * time.Second,
+		Args: []string{
+			"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(r.schedulerPort()),
+			"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
+			"--leader-elect=false", "--profiling=false", "--v=1",
+		},
+		Ready: ready,
+	}
 }
 
 // importImages loads make images' archives into every node's containerd (the CRI plugin's namespace),

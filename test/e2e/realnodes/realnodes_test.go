@@ -240,7 +240,8 @@ func checkAPIFromPod(t *testing.T, cs *kubernetes.Clientset) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PodSpec{
-			SchedulerName: "hyperbatch-scheduler",
+			// No schedulerName: the real nodes' kube-scheduler (default-scheduler) places it, as it
+			// places the Helm chart's pods.
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "manager", Image: e2efw.HyperbatchImage, ImagePullPolicy: corev1.PullNever, Command: []string{"/manager"},
@@ -259,6 +260,7 @@ func checkAPIFromPod(t *testing.T, cs *kubernetes.Clientset) {
 	defer func() {
 		_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 	}()
+	waitScheduledBy(ctx, t, cs, name, "default-scheduler")
 	const want = `User \"system:serviceaccount:default:default\" cannot`
 	var logs []byte
 	for {
@@ -275,6 +277,31 @@ func checkAPIFromPod(t *testing.T, cs *kubernetes.Clientset) {
 		case <-ctx.Done():
 			t.Fatalf("pod %s (%s on %q) never got an answer from the API server through 10.96.0.1 (want %s in its log):\n%s", name, p.Status.Phase, p.Spec.NodeName, want, logs)
 		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// waitScheduledBy waits for the pod's Scheduled event and checks which scheduler reported it.
+func waitScheduledBy(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, pod, scheduler string) {
+	t.Helper()
+	for {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=Scheduled"})
+		if err == nil && len(evs.Items) > 0 {
+			e := evs.Items[0]
+			got := e.ReportingController
+			if got == "" {
+				got = e.Source.Component
+			}
+			if got != scheduler {
+				t.Fatalf("pod %s was scheduled by %q, want %s: %s", pod, got, scheduler, e.Message)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p, _ := cs.CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+			t.Fatalf("pod %s has no Scheduled event from %s (a pod naming no scheduler needs the real nodes' kube-scheduler): %v %+v", pod, scheduler, err, p.Status)
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 }
