@@ -40,7 +40,7 @@ func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, 
 			return err
 		}
 		if i < r.n {
-			if err := k.waitRealNodesReady(ctx, r, i+1); err != nil {
+			if err := k.waitRealNodesReady(ctx, i+1); err != nil {
 				return err
 			}
 		}
@@ -52,8 +52,8 @@ func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, 
 	return nil
 }
 
-// waitRealNodesReady waits until want of r's nodes are Ready.
-func (k *kube) waitRealNodesReady(ctx context.Context, r realNodes, want int) error {
+// waitRealNodesReady waits until want real nodes are Ready.
+func (k *kube) waitRealNodesReady(ctx context.Context, want int) error {
 	const timeout = 120 * time.Second
 	deadline := time.Now().Add(timeout)
 	for {
