@@ -12,7 +12,7 @@ DISCOVER   ?=
 # REAL_NODES=2: `make run` also starts that many real nodes (kubelet + containerd + runc, one
 # kube-proxy; root, and hack/realnodes-prereqs.sh once). docs/development.md, "Real nodes".
 REAL_NODES ?=
-NODE_TOOLS := kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
+NODE_TOOLS := kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
 # Each command builds what it uses (docs/development.md, "Cold start"):
 # RUN_TOOLS: what `make run`'s single cluster runs (hack/localcluster: control plane, kwok, Volcano's
 # controllers and webhooks, the JobSet controller) and controller-gen, which generates Volcano's CRDs.
@@ -137,7 +137,7 @@ run: run-tools crds build $(if $(REAL_NODES),node-tools images) ## Start the loc
 	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover) $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
 
 .PHONY: node-tools
-node-tools: ## Build the real nodes' kubelet, kube-proxy, containerd (with its shim and ctr) and CNI plugins into bin/ (minutes the first time).
+node-tools: ## Build the real nodes' kubelet, kube-proxy, kube-scheduler, containerd (with its shim and ctr) and CNI plugins into bin/ (minutes the first time).
 	hack/tools.sh $(NODE_TOOLS)
 
 .PHONY: run-multicluster

@@ -12,8 +12,8 @@
 #                                       the upstream names; not part of the default set)
 #                                       kueue-manager (Kueue's manager for the peers benchmark; not part
 #                                       of the default set)
-#                                       kubelet kube-proxy containerd containerd-shim-runc-v2 ctr
-#                                       cni-bridge cni-host-local cni-loopback (the real nodes of
+#                                       kubelet kube-proxy kube-scheduler containerd
+#                                       containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback (the real nodes of
 #                                       hack/localcluster --real-nodes; the CNI plugins go to bin/cni/;
 #                                       not part of the default set)
 #
@@ -82,6 +82,9 @@ GROUP[kueue-manager]=kueue;                  PKG[kueue-manager]=sigs.k8s.io/kueu
 # shim and ctr, and the CNI plugins. Not in ALL: make test does not start real nodes.
 GROUP[kubelet]=k8snode;                      PKG[kubelet]=k8s.io/kubernetes/cmd/kubelet
 GROUP[kube-proxy]=k8snode;                   PKG[kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+# The default scheduler for the real nodes' pods that name no scheduler (the Helm chart's): the
+# control plane's group, whose go.mod/go.sum already hold its modules (no other tool's stamp changes).
+GROUP[kube-scheduler]=k8s;                   PKG[kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
 GROUP[containerd]=containerd;                PKG[containerd]=github.com/containerd/containerd/v2/cmd/containerd
 GROUP[containerd-shim-runc-v2]=containerd;   PKG[containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
 GROUP[ctr]=containerd;                       PKG[ctr]=github.com/containerd/containerd/v2/cmd/ctr
@@ -97,7 +100,7 @@ declare -A OUT=([kube-apiserver-1.36]=k8s-1.36/kube-apiserver [kube-controller-m
 # plugins run in any network namespace. A tool module's tools are built in one invocation, so this is
 # decided per group: every tool of the containerd and cni groups is listed.
 declare -A NOCGO=([containerd]=1 [containerd-shim-runc-v2]=1 [ctr]=1 [cni-bridge]=1 [cni-host-local]=1 [cni-loopback]=1)
-NODE_TOOLS="kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback"
+NODE_TOOLS="kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback"
 ALL="etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen helm golangci-lint vc-controller-manager vc-webhook-manager vc-scheduler jobset-controller trainer-controller-manager karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler"
 
 CACHE=${HYPERBATCH_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperbatch/tools}

@@ -38,7 +38,13 @@ func (l layout) clusters(o upOptions) []localproc.Cluster {
 	if o.multicluster {
 		return l.multiClusters()
 	}
-	return []localproc.Cluster{{Name: localproc.LegacyClusterName, Dir: l.dir, PortBase: l.portBase, Role: localproc.RoleStandalone, Nodes: o.nodes}}
+	c := localproc.Cluster{Name: localproc.LegacyClusterName, Dir: l.dir, PortBase: l.portBase, Role: localproc.RoleStandalone, Nodes: o.nodes}
+	if o.realNodes > 0 {
+		// Real pods reach the API server through the kubernetes Service (10.96.0.1:443), which
+		// kube-proxy sends to the advertised address: the bridge gateway, local to this machine.
+		c.APIHost = realBridgeIP
+	}
+	return []localproc.Cluster{c}
 }
 
 // requiredTools are built by `make tools` (hack/tools.sh); manager and scheduler by `make build`.
@@ -152,6 +158,13 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	nb, err := l.neighbours(cl, o.neighbourOptions)
 	if err != nil {
 		return err
+	}
+	if real != nil {
+		// The API server binds the bridge gateway: the bridge comes first.
+		if err := real.prepare(); err != nil {
+			return err
+		}
+		step("real nodes: bridge %s (%s), cgroups %s-0..%d, configuration in %s", realBridge, realPodCIDR, realCgroupRoot, real.n-1, l.rel(real.dir))
 	}
 	for _, stage := range core {
 		if err := s.Start(ctx, cl.Name, stage...); err != nil {
@@ -397,7 +410,7 @@ Local cluster is running (API server https://%s).
   %s get hypernodes
   logs:  %s/
   stop:  make down
-`, localproc.Loopback(cl.Ports().APIServer), kc, l.rel(filepath.Join(l.bin, "kubectl")), l.rel(filepath.Join(l.bin, "kubectl")), l.rel(cl.LogsDir()))
+`, cl.APIServerAddr(), kc, l.rel(filepath.Join(l.bin, "kubectl")), l.rel(filepath.Join(l.bin, "kubectl")), l.rel(cl.LogsDir()))
 }
 
 func (l layout) printMultiUsage(st localproc.State) {

@@ -115,7 +115,7 @@ func status(ctx context.Context, l layout) error {
 		if err != nil {
 			return err
 		}
-		url := "https://" + localproc.Loopback(cl.Ports().APIServer) + "/readyz"
+		url := "https://" + cl.APIServerAddr() + "/readyz"
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = localproc.HTTPReady(client, url, "")(cctx)
 		cancel()
@@ -123,7 +123,7 @@ func status(ctx context.Context, l layout) error {
 			fmt.Printf("cluster %s: API server not ready (%v)\n", cl.Name, err)
 		} else {
 			fmt.Printf("cluster %s: API server ready at https://%s; export KUBECONFIG=%s (context %s)\n",
-				cl.Name, localproc.Loopback(cl.Ports().APIServer), l.kubeconfig(), cl.Context())
+				cl.Name, cl.APIServerAddr(), l.kubeconfig(), cl.Context())
 		}
 	}
 	if running == 0 {

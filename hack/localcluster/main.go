@@ -10,7 +10,9 @@
 //	go run ./hack/localcluster status [--dir _output/local]
 //	go run ./hack/localcluster load-images [--dir _output/local] [--images _output/images]
 //
-// Everything listens on 127.0.0.1 only. `make run` and `make down` call this program.
+// Everything listens on 127.0.0.1 only, except with --real-nodes: the API server and the kubelets
+// listen on addresses of the pods' bridge hb0 (10.244.0.0/16), local to this machine. `make run` and
+// `make down` call this program.
 package main
 
 import (

@@ -21,7 +21,10 @@ import (
 // plugins; one kube-proxy for the host. Every pod of every real node sits on one Linux bridge, each
 // node allocating from its own /24 of the pod CIDR. The network stays on this machine: the pods get
 // a route to the pod CIDR (on the bridge) and to the Service CIDR (through the host) only, the
-// bridge plugin masquerades nothing, and IP forwarding is not switched on.
+// bridge plugin masquerades nothing. Forwarding is on for packets entering hb0 only
+// (net.ipv4.conf.hb0.forwarding, gone with the bridge; net.ipv4.ip_forward is left alone), and
+// the chain HB-REAL-FORWARD lets through hb0 -> hb0 only: a pod reaches a ClusterIP whose
+// endpoints are pods, and nothing is forwarded between a pod and an outside interface.
 const (
 	realBridge      = "hb0"             // the bridge every real node's pods attach to
 	realPodCIDR     = "10.244.0.0/16"   // the pods of all real nodes; node i allocates from 10.244.<i+1>.0/24
@@ -35,6 +38,9 @@ const (
 	realSpineName   = "real-spine"
 	realImageNS     = "k8s.io" // the containerd namespace the CRI plugin reads images from
 	realPinnedLabel = "io.cri-containerd.pinned=pinned"
+	// realForwardChain is the filter chain FORWARD jumps to first: hb0 -> hb0 accepted, anything
+	// else to or from hb0 dropped. `down` removes it with the KUBE-*/CNI-* chains (realChain).
+	realForwardChain = "HB-REAL-FORWARD"
 )
 
 // realNodeLabels are the labels every real node registers with: the e2e framework selects them with
@@ -58,7 +64,7 @@ const realPauseImage = "hyperbatch.local/pause:dev"
 const realWorkerImage = "hyperbatch.local/worker:dev"
 
 // realNodeTools are the binaries of a real node (hack/tools.sh builds them; the CNI plugins go to bin/cni/).
-var realNodeTools = []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback"}
+var realNodeTools = []string{"kubelet", "kube-proxy", "kube-scheduler", "containerd", "containerd-shim-runc-v2", "ctr", "cni/bridge", "cni/host-local", "cni/loopback"}
 
 // realNodes is the real-node part of one cluster.
 type realNodes struct {
@@ -88,6 +94,9 @@ func (r realNodes) kubeletHealthz(i int) int { return r.kubeletPort(i) + 1 }
 func (r realNodes) proxyHealthz() int        { return r.portBase + realPortOffset }
 func (r realNodes) proxyMetrics() int        { return r.portBase + realPortOffset + 1 }
 
+// schedulerPort is kube-scheduler's --secure-port: after the kubelet ports of realMaxNodes nodes.
+func (r realNodes) schedulerPort() int { return r.portBase + realPortOffset + 2 + 2*realMaxNodes }
+
 // leaf is the leaf HyperNode of node i: the first half of the nodes under real-leaf-0, the rest
 // under real-leaf-1.
 func (r realNodes) leaf(i int) string {
@@ -102,6 +111,7 @@ func (r realNodes) ports() []localproc.PortUse {
 	out := []localproc.PortUse{
 		{Port: r.proxyHealthz(), Use: "kube-proxy healthzBindAddress"},
 		{Port: r.proxyMetrics(), Use: "kube-proxy metricsBindAddress"},
+		{Port: r.schedulerPort(), Use: "kube-scheduler --secure-port"},
 	}
 	for i := 0; i < r.n; i++ {
 		out = append(out,
@@ -143,7 +153,7 @@ func (r realNodes) preflight() error {
 	}
 	for _, t := range realNodeTools {
 		if !isExecutable(filepath.Join(r.bin, t)) {
-			miss = append(miss, realPrereq{"bin/" + t, "hack/tools.sh kubelet kube-proxy containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback (kubelet and containerd take minutes the first time)"})
+			miss = append(miss, realPrereq{"bin/" + t, "hack/tools.sh kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback (kubelet and containerd take minutes the first time)"})
 		}
 	}
 	for _, img := range realImages {
@@ -246,6 +256,24 @@ func (r realNodes) createBridge() error {
 	for _, c := range cmds {
 		if out, err := exec.Command("ip", c...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %w: %s", strings.Join(c, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	// A pod's packet to a ClusterIP is DNATed to another pod and routed back out of hb0: IPv4
+	// forwards what enters an interface whose forwarding is on (the input interface decides).
+	fwd := "/proc/sys/net/ipv4/conf/" + realBridge + "/forwarding"
+	if err := os.WriteFile(fwd, []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("switching on forwarding for %s (%s): %w", realBridge, fwd, err)
+	}
+	rules := [][]string{
+		{"-N", realForwardChain},
+		{"-A", realForwardChain, "-i", realBridge, "-o", realBridge, "-j", "ACCEPT"},
+		{"-A", realForwardChain, "-i", realBridge, "-j", "DROP"},
+		{"-A", realForwardChain, "-o", realBridge, "-j", "DROP"},
+		{"-I", "FORWARD", "1", "-j", realForwardChain},
+	}
+	for _, rule := range rules {
+		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "filter"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables %s: %w: %s", strings.Join(rule, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
 	return nil
@@ -381,7 +409,9 @@ func (r realNodes) cniConfig(i int) string {
 		"cniVersion": "1.0.0",
 		"name":       "hyperbatch-real",
 		"plugins": []any{map[string]any{
-			"type": "bridge", "bridge": realBridge, "isGateway": true, "ipMasq": false, "hairpinMode": true,
+			// isGateway would switch on net.ipv4.ip_forward for the whole host; the bridge has its
+			// gateway address already (createBridge), and the routes below name it.
+			"type": "bridge", "bridge": realBridge, "isGateway": false, "ipMasq": false, "hairpinMode": true,
 			"ipam": map[string]any{
 				"type":    "host-local",
 				"dataDir": filepath.Join(r.nodeDir(i), "cni-ipam"),
@@ -520,7 +550,32 @@ func (r realNodes) kubelets() localproc.Stage {
 		StartTimeout: 60 * time.Second,
 		Ready:        localproc.HTTPReady(http.DefaultClient, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(r.proxyHealthz()))+"/healthz", ""),
 	})
-	return s
+	return append(s, r.kubeScheduler())
+}
+
+// kubeScheduler is the cluster's default scheduler, for real-node pods that name no scheduler (the
+// Helm chart's manager and scheduler pods); hyperbatch-scheduler keeps the pods that name it. It
+// serves its health endpoint on 127.0.0.1 with the cluster's serving certificate.
+func (r realNodes) kubeScheduler() localproc.Component {
+	p := r.cl.PKI()
+	kc := r.cl.Kubeconfig()
+	ready := func(ctx context.Context) error {
+		tc, err := p.TLSClient()
+		if err != nil {
+			return err
+		}
+		return localproc.HTTPReady(tc, "https://"+localproc.Loopback(r.schedulerPort())+"/healthz", "ok")(ctx)
+	}
+	return localproc.Component{
+		Name: "kube-scheduler", Binary: filepath.Join(r.bin, "kube-scheduler"), StartTimeout: 60 * time.Second,
+		Args: []string{
+			"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(r.schedulerPort()),
+			"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
+			"--leader-elect=false", "--profiling=false", "--v=1",
+		},
+		Ready: ready,
+	}
 }
 
 // importImages loads make images' archives into every node's containerd (the CRI plugin's namespace),

@@ -206,9 +206,9 @@ func deleteRealLinks() error {
 }
 
 // realChain reports whether an iptables chain was made by the real nodes: kube-proxy's and the
-// kubelet's chains (KUBE-*) and the CNI plugins' (CNI-*).
+// kubelet's chains (KUBE-*), the CNI plugins' (CNI-*) and our own forwarding chain.
 func realChain(name string) bool {
-	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-")
+	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-") || name == realForwardChain
 }
 
 // cleanIPTables runs kube-proxy --cleanup, then removes the KUBE-* and CNI-* chains still there (the

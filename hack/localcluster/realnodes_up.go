@@ -18,15 +18,11 @@ import (
 	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
-// upRealNodes brings up the real nodes of a cluster whose API server runs: the host's bridge and
-// cgroups, the containerds, make images' archives in each, the kubelets and kube-proxy, then waits
+// upRealNodes brings up the real nodes of a cluster whose API server runs on the bridge r.prepare
+// made: the containerds, make images' archives in each, the kubelets and kube-proxy, then waits
 // until every node is Ready and creates their HyperNode tree (two leaves under real-spine).
 func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, r realNodes) error {
 	begin := time.Now()
-	if err := r.prepare(); err != nil {
-		return err
-	}
-	step("real nodes: bridge %s (%s), cgroups %s-0..%d, configuration in %s", realBridge, realPodCIDR, realCgroupRoot, r.n-1, l.rel(r.dir))
 	if err := s.Start(ctx, r.cl.Name, r.runtimes()...); err != nil {
 		return err
 	}
@@ -35,11 +31,19 @@ func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, 
 		return err
 	}
 	step("imported %d images into %d containerds (%s)", len(realImages), r.n, since(t))
-	if err := s.Start(ctx, r.cl.Name, r.kubelets()...); err != nil {
-		return err
-	}
-	if err := k.waitRealNodesReady(ctx, r); err != nil {
-		return err
+	// One kubelet at a time, each until its node is Ready: every kubelet binds the same device
+	// plugin socket (/var/lib/kubelet/device-plugins/kubelet.sock, not under --root-dir), and two
+	// starting at once made one fail its ContainerManager ("address already in use") and never
+	// register. A node is Ready only after its ContainerManager started. kube-proxy comes last.
+	for i, c := range r.kubelets() {
+		if err := s.Start(ctx, r.cl.Name, c); err != nil {
+			return err
+		}
+		if i < r.n {
+			if err := k.waitRealNodesReady(ctx, i+1); err != nil {
+				return err
+			}
+		}
 	}
 	if err := k.createRealTree(ctx, r); err != nil {
 		return err
@@ -48,7 +52,8 @@ func (l layout) upRealNodes(ctx context.Context, s *localproc.Session, k *kube, 
 	return nil
 }
 
-func (k *kube) waitRealNodesReady(ctx context.Context, r realNodes) error {
+// waitRealNodesReady waits until want real nodes are Ready.
+func (k *kube) waitRealNodesReady(ctx context.Context, want int) error {
 	const timeout = 120 * time.Second
 	deadline := time.Now().Add(timeout)
 	for {
@@ -65,11 +70,11 @@ func (k *kube) waitRealNodesReady(ctx context.Context, r realNodes) error {
 				notReady = append(notReady, nodes.Items[i].Name+": "+readyMessage(&nodes.Items[i]))
 			}
 		}
-		if ready >= r.n {
+		if ready >= want {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d real nodes Ready after %s (%s).\n%s", ready, r.n, timeout, strings.Join(notReady, "; "), logTail(k.cl.LogFile("kubelet-0")))
+			return fmt.Errorf("%d of %d real nodes Ready after %s (%s).\n%s", ready, want, timeout, strings.Join(notReady, "; "), logTail(k.cl.LogFile(fmt.Sprintf("kubelet-%d", want-1))))
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err

@@ -41,6 +41,10 @@ const (
 // once, as a kwok pod completes at once.
 const WorkerImage = "hyperbatch.local/worker:dev"
 
+// HyperbatchImage is hyperbatch's own image on real nodes (/manager and /scheduler, as the
+// Dockerfile's; `make images` loads it into the cluster's containerd).
+const HyperbatchImage = "hyperbatch.local/hyperbatch:dev"
+
 // kwokImage is never pulled: kwok runs no container.
 const kwokImage = "registry.k8s.io/pause:3.10"
 

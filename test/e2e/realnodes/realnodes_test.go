@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -36,7 +37,8 @@ import (
 
 const portBase = 18443
 
-var sysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+// net/ipv4/ip_forward: the CNI bridge plugin with isGateway switched it on for the whole host.
+var sysctls = []string{"net/ipv4/ip_forward", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
 
 func TestRealNodesUpPodKillUpDown(t *testing.T) {
 	root, err := filepath.Abs("../../..")
@@ -80,6 +82,8 @@ func TestRealNodesUpPodKillUpDown(t *testing.T) {
 
 	cs := clientset(t, filepath.Join(dir, "kubeconfig"))
 	runWorker(t, cs, "rank-check", "7")
+	checkAPIFromPod(t, cs)
+	checkServiceFromPod(t, cs)
 	checkLoadImages(t, root, dir, run)
 
 	// kill -9 of everything: every recorded process, then every process below dir (shims, whose
@@ -215,6 +219,184 @@ func runWorker(t *testing.T, cs *kubernetes.Clientset, name, rank string) {
 	}
 }
 
+// checkAPIFromPod: the kubernetes Service points at the API server's address on the bridge, and a
+// pod's in-cluster client reaches it through the Service's ClusterIP (10.96.0.1:443): TLS verified
+// against the serving certificate's SANs, and the pod's service-account token authenticated. The
+// pod runs hyperbatch's manager as the namespace's default service account, which may do nothing,
+// so the first request it makes comes back forbidden naming that account: an answer only the API
+// server gives (before, the pod timed out dialing 10.96.0.1, which had no endpoints).
+func checkAPIFromPod(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	slice, err := cs.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the kubernetes Service's EndpointSlice: %v", err)
+	}
+	if len(slice.Endpoints) != 1 || len(slice.Endpoints[0].Addresses) != 1 || slice.Endpoints[0].Addresses[0] != "10.244.0.1" {
+		t.Fatalf("the kubernetes Service's endpoints are %+v, want the bridge gateway 10.244.0.1", slice.Endpoints)
+	}
+	const name = "api-from-pod"
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			// No schedulerName: the real nodes' kube-scheduler (default-scheduler) places it, as it
+			// places the Helm chart's pods.
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "manager", Image: e2efw.HyperbatchImage, ImagePullPolicy: corev1.PullNever, Command: []string{"/manager"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}},
+			}},
+		},
+	}
+	real, err := e2efw.ParseNodes(string(e2efw.RealNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real.Apply(&pod.Spec)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	defer func() {
+		_ = cs.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}()
+	waitScheduledBy(ctx, t, cs, name, "default-scheduler")
+	const want = `User \"system:serviceaccount:default:default\" cannot`
+	var logs []byte
+	for {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pod %s: %v", name, err)
+		}
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodFailed {
+			if logs, err = cs.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil && strings.Contains(string(logs), want) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pod %s (%s on %q) never got an answer from the API server through 10.96.0.1 (want %s in its log):\n%s", name, p.Status.Phase, p.Spec.NodeName, want, logs)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// waitScheduledBy waits for the pod's Scheduled event and checks which scheduler reported it.
+func waitScheduledBy(ctx context.Context, t *testing.T, cs *kubernetes.Clientset, pod, scheduler string) {
+	t.Helper()
+	for {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=Scheduled"})
+		if err == nil && len(evs.Items) > 0 {
+			e := evs.Items[0]
+			got := e.ReportingController
+			if got == "" {
+				got = e.Source.Component
+			}
+			if got != scheduler {
+				t.Fatalf("pod %s was scheduled by %q, want %s: %s", pod, got, scheduler, e.Message)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p, _ := cs.CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+			t.Fatalf("pod %s has no Scheduled event from %s (a pod naming no scheduler needs the real nodes' kube-scheduler): %v %+v", pod, scheduler, err, p.Status)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// managerPod is a pod of hyperbatch's image running /manager on a real node as the namespace's
+// default service account.
+func managerPod(name string, labels map[string]string, env []corev1.EnvVar) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec: corev1.PodSpec{
+			SchedulerName: "hyperbatch-scheduler",
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "manager", Image: e2efw.HyperbatchImage, ImagePullPolicy: corev1.PullNever, Command: []string{"/manager"}, Env: env,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}},
+			}},
+		},
+	}
+}
+
+// checkServiceFromPod: a pod reaches a ClusterIP whose endpoint is another pod (kube-proxy DNATs the
+// packet, the host forwards it hb0 -> hb0). The target pod runs the manager, whose health endpoint
+// serves plain HTTP on :8081; the Service maps 443 to it. The client pod runs the manager with
+// KUBERNETES_SERVICE_HOST/PORT naming that Service, so its in-cluster client speaks TLS to the
+// health endpoint and logs that the server answered in HTTP: only a TCP connection that reached
+// the target pod produces that (without forwarding it times out dialing).
+func checkServiceFromPod(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	real, err := e2efw.ParseNodes(string(e2efw.RealNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := managerPod("svc-target", map[string]string{"app": "svc-target"}, nil)
+	real.Apply(&target.Spec)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, target, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod svc-target: %v", err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "svc-target", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "svc-target"},
+			Ports: []corev1.ServicePort{{Port: 443, TargetPort: intstr.FromInt32(8081)}}},
+	}
+	svc, err = cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating Service svc-target: %v", err)
+	}
+	defer func() {
+		bg := context.Background()
+		_ = cs.CoreV1().Services("default").Delete(bg, "svc-target", metav1.DeleteOptions{})
+		for _, n := range []string{"svc-target", "svc-client"} {
+			_ = cs.CoreV1().Pods("default").Delete(bg, n, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+	}()
+	// Wait for the target's endpoint, so the client's first dial already has somewhere to go.
+	for {
+		slices, err := cs.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=svc-target"})
+		if err == nil && len(slices.Items) > 0 && len(slices.Items[0].Endpoints) > 0 {
+			if c := slices.Items[0].Endpoints[0].Conditions.Ready; c != nil && *c {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Service svc-target has no ready endpoint after 2m: %v %+v", err, slices)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	client := managerPod("svc-client", nil, []corev1.EnvVar{
+		{Name: "KUBERNETES_SERVICE_HOST", Value: svc.Spec.ClusterIP}, {Name: "KUBERNETES_SERVICE_PORT", Value: "443"}})
+	real.Apply(&client.Spec)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, client, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating pod svc-client: %v", err)
+	}
+	var logs []byte
+	for {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "svc-client", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("pod svc-client: %v", err)
+		}
+		if p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodFailed {
+			logs, err = cs.CoreV1().Pods("default").GetLogs("svc-client", &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err == nil && (strings.Contains(string(logs), "server gave HTTP response to HTTPS client") || strings.Contains(string(logs), "first record does not look like a TLS handshake")) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pod svc-client (%s on %q) never reached svc-target's HTTP server through ClusterIP %s:443:\n%s", p.Status.Phase, p.Spec.NodeName, svc.Spec.ClusterIP, logs)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 func killAll(t *testing.T, dir string) {
 	t.Helper()
 	pids, _ := filepath.Glob(filepath.Join(dir, "pids", "*.pid"))
@@ -293,7 +475,8 @@ func leftovers(dir string) []string {
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
 		out, _ := exec.Command(save).Output()
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, ":KUBE-") || strings.HasPrefix(line, ":CNI-") || strings.Contains(line, "-j KUBE-") || strings.Contains(line, "-j CNI-") {
+			if strings.HasPrefix(line, ":KUBE-") || strings.HasPrefix(line, ":CNI-") || strings.HasPrefix(line, ":HB-REAL-") ||
+				strings.Contains(line, "-j KUBE-") || strings.Contains(line, "-j CNI-") || strings.Contains(line, "-j HB-REAL-") {
 				left = append(left, save+": "+line)
 			}
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,12 +37,29 @@ const (
 // Cluster is one named local cluster: its directory, port block and role. Started lists its
 // components in start order (written by the Session); `down` stops them in the reverse order.
 type Cluster struct {
-	Name     string   `json:"name"`
-	Dir      string   `json:"dir"` // absolute
-	PortBase int      `json:"portBase"`
-	Role     Role     `json:"role"`
-	Nodes    int      `json:"nodes,omitempty"`
-	Started  []string `json:"started,omitempty"`
+	Name     string `json:"name"`
+	Dir      string `json:"dir"` // absolute
+	PortBase int    `json:"portBase"`
+	Role     Role   `json:"role"`
+	Nodes    int    `json:"nodes,omitempty"`
+	// APIHost is the address kube-apiserver binds, advertises and serves its certificate for; empty
+	// is 127.0.0.1. A real-node cluster uses its pods' bridge gateway, an address of this machine
+	// that pods reach through the kubernetes Service and nothing outside does.
+	APIHost string   `json:"apiHost,omitempty"`
+	Started []string `json:"started,omitempty"`
+}
+
+// APIServerHost is the address kube-apiserver listens on (APIHost, or 127.0.0.1).
+func (c Cluster) APIServerHost() string {
+	if c.APIHost == "" {
+		return "127.0.0.1"
+	}
+	return c.APIHost
+}
+
+// APIServerAddr is kube-apiserver's host:port.
+func (c Cluster) APIServerAddr() string {
+	return net.JoinHostPort(c.APIServerHost(), strconv.Itoa(c.Ports().APIServer))
 }
 
 // LogsDir holds the components' logs.
@@ -56,7 +75,13 @@ func (c Cluster) EtcdDir() string { return filepath.Join(c.Dir, "etcd") }
 func (c Cluster) PKIDir() string { return filepath.Join(c.Dir, "pki") }
 
 // PKI names the cluster's credential files.
-func (c Cluster) PKI() PKI { return NewPKI(c.PKIDir()) }
+func (c Cluster) PKI() PKI {
+	p := NewPKI(c.PKIDir())
+	if ip := net.ParseIP(c.APIHost); ip != nil {
+		p.ServingIPs = append(p.ServingIPs, ip)
+	}
+	return p
+}
 
 // SchedulerConfig is hyperbatch-scheduler's configuration file.
 func (c Cluster) SchedulerConfig() string { return filepath.Join(c.Dir, "scheduler-config.yaml") }
@@ -265,7 +290,7 @@ func (c Cluster) kubeconfig() (*clientcmdapi.Config, error) {
 	}
 	name, user := c.Context(), c.Context()+"-admin"
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + Loopback(c.Ports().APIServer), CertificateAuthorityData: ca}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + c.APIServerAddr(), CertificateAuthorityData: ca}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	cfg.CurrentContext = name

@@ -3,6 +3,7 @@ package localproc
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -42,6 +43,10 @@ var controllerManagerControllers = []string{
 // ServiceClusterIPRange is the API server's Service range. On kwok nodes no traffic uses it; with
 // hack/localcluster's real nodes, kube-proxy programs it on the host (docs/development.md).
 const ServiceClusterIPRange = "10.96.0.0/16"
+
+// KubernetesServiceIP is the kubernetes Service's ClusterIP (the first address of
+// ServiceClusterIPRange), which in-cluster clients dial.
+var KubernetesServiceIP = net.IPv4(10, 96, 0, 1)
 
 // KwokStages is the stage file hack/tools.sh writes beside bin/kwok: kwok's default stages as kwokctl
 // configures them (node-initialize, node-heartbeat-with-lease, pod-ready, pod-complete, pod-delete),
@@ -114,8 +119,8 @@ func KubeAPIServer(c Cluster, bin string, extra ...string) (Component, error) {
 	}
 	args := []string{
 		"--etcd-servers=http://" + Loopback(pt.EtcdClient),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + c.APIServerHost(),
+		"--advertise-address=" + c.APIServerHost(),
 		"--secure-port=" + strconv.Itoa(pt.APIServer),
 		"--cert-dir=" + filepath.Join(p.Dir, "kube-apiserver"),
 		"--tls-cert-file=" + p.ServingCert, "--tls-private-key-file=" + p.ServingKey,
@@ -136,15 +141,18 @@ func KubeAPIServer(c Cluster, bin string, extra ...string) (Component, error) {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--proxy-client-cert-file=" + p.ProxyCert,
 		"--proxy-client-key-file=" + p.ProxyKey,
-		// The "kubernetes" Endpoints may not hold a loopback address; nothing reaches the API
-		// server through the Service here, so do not reconcile it.
-		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+	}
+	if c.APIHost == "" {
+		// The "kubernetes" Endpoints may not hold a loopback address; nothing reaches the API
+		// server through the Service here, so do not reconcile it. With an APIHost (real nodes)
+		// the default lease reconciler points the Service at it.
+		args = append(args, "--endpoint-reconciler-type=none")
 	}
 	return Component{
 		Name: "kube-apiserver", Binary: filepath.Join(bin, "kube-apiserver"), StartTimeout: 120 * time.Second,
 		Args:  append(args, extra...),
-		Ready: HTTPReady(tlsClient, "https://"+Loopback(pt.APIServer)+"/readyz", ""),
+		Ready: HTTPReady(tlsClient, "https://"+c.APIServerAddr()+"/readyz", ""),
 	}, nil
 }
 

@@ -41,6 +41,9 @@ type PKI struct {
 	JobSetCertDir      string
 	// KarmadaWebhookCertDir holds karmada-webhook's tls.crt/tls.key (its --cert-dir).
 	KarmadaWebhookCertDir string
+	// ServingIPs are IP addresses the serving certificate holds beside 127.0.0.1 and the kubernetes
+	// Service's ClusterIP (a real-node cluster's API server address).
+	ServingIPs []net.IP
 }
 
 // NewPKI names the credential files of a cluster below dir (nothing is written).
@@ -97,7 +100,7 @@ func (p PKI) Generate() error {
 		// checks it for the APIService's <service>.<namespace>.svc.
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local", KarmadaAggregatedAPIServerService + "." + KarmadaSystemNamespace + ".svc"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1), KubernetesServiceIP}, p.ServingIPs...),
 	}
 	if err := issue(serving, caCert, caKey, p.ServingCert, p.ServingKey); err != nil {
 		return fmt.Errorf("serving certificate: %w", err)
