@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/policyinputs"
 )
 
 // TrainJobs (trainer.kubeflow.org/v1alpha1, Kubeflow Trainer v2.3.0), as unstructured objects: the
@@ -37,33 +35,16 @@ func (d *deps) trainJobMutator() *mutator[*unstructured.Unstructured] {
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get
 
 // trainingRuntimeQueue is the Volcano queue annotation of the JobSet template of the runtime a
-// TrainJob references (spec.runtimeRef; kind ClusterTrainingRuntime when unset), read from the
-// apiserver; "" when the runtime, or Trainer's API, does not exist (Trainer refuses such a TrainJob
-// itself).
+// TrainJob references (policyinputs.TrainingRuntime), read from the apiserver; "" when there is no
+// such runtime.
 func (d *deps) trainingRuntimeQueue(ctx context.Context, tj *unstructured.Unstructured) (string, error) {
-	name, _, _ := unstructured.NestedString(tj.Object, "spec", "runtimeRef", "name")
-	kind, _, _ := unstructured.NestedString(tj.Object, "spec", "runtimeRef", "kind")
 	r := d.live
 	if r == nil {
 		r = d.reader
 	}
-	if name == "" || r == nil {
-		return "", nil
-	}
-	if kind == "" {
-		kind = "ClusterTrainingRuntime"
-	}
-	rt := &unstructured.Unstructured{}
-	rt.SetGroupVersionKind(defaults.TrainJobGVK.GroupVersion().WithKind(kind))
-	key := client.ObjectKey{Name: name}
-	if kind == "TrainingRuntime" {
-		key.Namespace = tj.GetNamespace()
-	}
-	if err := r.Get(ctx, key, rt); err != nil {
-		if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("reading %s %s, the TrainJob's runtime: %w", kind, key, err)
+	rt, err := policyinputs.TrainingRuntime(ctx, r, tj)
+	if err != nil || rt == nil {
+		return "", err
 	}
 	q, _, _ := unstructured.NestedString(rt.Object, "spec", "template", "metadata", "annotations", defaults.QueueNameAnnotation)
 	return q, nil

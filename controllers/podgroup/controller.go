@@ -188,6 +188,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if have != nil {
 		r.reportPhase(&js, have)
 	}
+	if have == nil && defaults.TrainJobOwned(&js) {
+		// Trainer writes a TrainJob's JobSet and its PodGroup in no fixed order: a PodGroup of ours
+		// made first would take the name of the one Trainer is about to apply.
+		mine, err := r.trainerMakesPodGroup(ctx, &js)
+		if err != nil || mine {
+			return reconcile.Result{}, err
+		}
+	}
 
 	inputs, err := policyinputs.Read(ctx, r.client, js.Namespace)
 	if err != nil {

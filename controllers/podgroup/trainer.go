@@ -14,6 +14,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/policyinputs"
 )
 
 // ReasonPodGroupPriced is the Event reason when Trainer's PodGroup of a TrainJob gets the
@@ -27,6 +28,32 @@ func trainerPodGroup(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta1.PodGroup) 
 		return false
 	}
 	return metav1.GetControllerOfNoCopy(js).UID == metav1.GetControllerOfNoCopy(pg).UID
+}
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes;trainingruntimes,verbs=get
+
+// trainerMakesPodGroup reports whether Kubeflow Trainer makes the PodGroup of a JobSet its TrainJob
+// controls: the TrainJob's runtime has spec.podGroupPolicy.volcano. Then hyperbatch makes none of
+// its own, even before Trainer's exists (Reconcile is called again when it is created). Both are read
+// from the apiserver, and only while the JobSet has no PodGroup.
+func (r *Reconciler) trainerMakesPodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet) (bool, error) {
+	ref := metav1.GetControllerOfNoCopy(js)
+	tj := defaults.NewTrainJob()
+	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: js.Namespace, Name: ref.Name}, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("reading TrainJob %s/%s, the controller of JobSet %s: %w", js.Namespace, ref.Name, js.Name, err)
+	}
+	if tj.GetUID() != ref.UID {
+		return false, nil
+	}
+	rt, err := policyinputs.TrainingRuntime(ctx, r.reader, tj)
+	if err != nil {
+		return false, err
+	}
+	return policyinputs.TrainerMakesPodGroup(rt), nil
 }
 
 // priceTrainerPodGroup gives Trainer's PodGroup what Trainer's sum of the templates' requests leaves
