@@ -259,18 +259,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: res.waitFor}, nil
 	}
 	if res.plan == nil && !hyperjobstatus.IsFinished(&hj.Status) {
-		return ctrl.Result{}, syncErr // nothing planned: no status to derive
+		return nameTakenResult(ctx, syncErr) // nothing planned: no status to derive
 	}
 	statusErr := r.syncHyperJobStatus(ctx, &hj, res)
 	if hj.Status.SplitCount != nil {
 		setChildren(req.NamespacedName, *hj.Status.SplitCount)
 	}
-	err = errors.Join(syncErr, statusErr)
+	return nameTakenResult(ctx, errors.Join(syncErr, statusErr))
+}
+
+// nameTakenResult is a pass's result for its error. Someone else's object holding a child's name is
+// no transient failure to back off from exponentially (the delay would grow to minutes and the child
+// would start long after the name is freed; the foreign object's deletion triggers no watch event of
+// ours): the HyperJob looks again at a steady pace, and the Event on it tells the user.
+func nameTakenResult(ctx context.Context, err error) (ctrl.Result, error) {
 	if err != nil && onlyNameTaken(err) {
-		// Someone else's object holds a child's name. That is no transient failure to back off from
-		// exponentially (the delay would grow to minutes and the child would start long after the
-		// name is freed; the foreign object's deletion triggers no watch event of ours): look again
-		// at a steady pace. The Event on the HyperJob tells the user.
 		log.FromContext(ctx).Info("a child's name is taken by a foreign object; checking again later", "reason", err.Error(), "after", nameTakenRequeue)
 		return ctrl.Result{RequeueAfter: nameTakenRequeue}, nil
 	}
