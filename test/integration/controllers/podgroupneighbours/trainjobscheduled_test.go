@@ -2,7 +2,10 @@ package podgroupneighbours
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,7 +29,6 @@ import (
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
-	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
 
@@ -140,8 +142,35 @@ func playKubelet(t *testing.T, cs kubernetes.Interface, ns, name string, phase c
 	}
 }
 
+// startSchedulerBinary runs bin/scheduler (`make build`) with docs/scheduler-config.yaml, as shipped
+// (waitForEnqueue on), for the test: a process of its own, since kube-scheduler's app.Setup runs
+// once per process (configz) and TestSubGroupWaysIn runs it in-process in this package.
+func startSchedulerBinary(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
+	conf, err := framework.DocumentedSchedulerConfig()
+	require.NoError(t, err)
+	conf["clientConnection"] = map[string]any{"kubeconfig": kc}
+	raw, err := json.Marshal(conf)
+	require.NoError(t, err)
+	config := filepath.Join(dir, "scheduler-config.yaml")
+	require.NoError(t, os.WriteFile(config, raw, 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := framework.StartScheduler(ctx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir}, config)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(p.LogTail(60))
+		}
+		assert.NoError(t, p.Stop())
+	})
+}
+
 // Trainer's own Volcano PodGroup (a runtime with podGroupPolicy.volcano) in a namespace whose
-// WorkloadPolicy asks for hard topology at tier 1, scheduled by hyperbatch-scheduler (waiting for
+// WorkloadPolicy asks for hard topology at tier 1, scheduled by hyperbatch-scheduler (bin/scheduler, waiting for
 // Inqueue, as shipped) with the PodGroup status controller: on two leaves where only leaf b has
 // room for the 4 pods (leaf a: 2 × 1 CPU; leaf b: 2 × 2 CPU; 1 CPU a pod; 6 CPUs in all), every pod
 // binds in leaf b, none before the PodGroup is Inqueue and all 4 pods exist, and the PodGroup moves
@@ -213,17 +242,7 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, stopStatus()) })
-	sctx, cancel := context.WithCancel(ctx)
-	_, done, err := schedulerenv.Run(sctx, env.Config, t.TempDir(), schedulerenv.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Log("scheduler did not stop within 30s")
-		}
-	})
+	startSchedulerBinary(t)
 
 	rt := "hb-sched-" + ns
 	runtime := trainerObject("ClusterTrainingRuntime", "", rt, map[string]any{
