@@ -150,30 +150,35 @@ func (r *Reconciler) abortChildren(ctx context.Context, hj *trainingv1alpha1.Hyp
 	return wait, errors.Join(errs...)
 }
 
-// deleteHyperJob deletes a finished HyperJob whose TTL expired, in the foreground (its children go
+// deleteHyperJob deletes a finished HyperJob whose TTL expired (deleteAfterTTL).
+func (r *Reconciler) deleteHyperJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ttl time.Duration, due time.Time) error {
+	return r.deleteAfterTTL(ctx, hj, KindHyperJob, ttl, due)
+}
+
+// deleteAfterTTL deletes a finished workload whose TTL expired, in the foreground (its children go
 // first, through the garbage collector). The delete is conditioned on the UID and resourceVersion
-// of the object the decision was made from: a HyperJob recreated under the same name, or changed
+// of the object the decision was made from: a workload recreated under the same name, or changed
 // since (the cache was behind), is never deleted — the apiserver answers Conflict and the next pass
 // decides again from the newer object. One API call per deletion, no extra read.
-func (r *Reconciler) deleteHyperJob(ctx context.Context, hj *trainingv1alpha1.HyperJob, ttl time.Duration, due time.Time) error {
+func (r *Reconciler) deleteAfterTTL(ctx context.Context, obj client.Object, kind string, ttl time.Duration, due time.Time) error {
 	now := r.now()
-	uid, rv := hj.UID, hj.ResourceVersion
-	err := r.client.Delete(ctx, hj, client.Preconditions{UID: &uid, ResourceVersion: &rv},
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	err := r.client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv},
 		client.PropagationPolicy(metav1.DeletePropagationForeground))
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		log.FromContext(ctx).V(1).Info("TTL deletion refused: the HyperJob changed or was replaced since it was read", "reason", err.Error())
+		log.FromContext(ctx).V(1).Info("TTL deletion refused: the "+kind+" changed or was replaced since it was read", "reason", err.Error())
 		return errRetry
 	default:
-		return fmt.Errorf("deleting HyperJob %s/%s after its TTL: %w", hj.Namespace, hj.Name, err)
+		return fmt.Errorf("deleting %s %s/%s after its TTL: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	observe(KindHyperJob, ActionTTLDelete, now, due)
-	r.recorder.Eventf(hj, corev1.EventTypeNormal, ReasonTTLExpired,
+	observe(kind, ActionTTLDelete, now, due)
+	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonTTLExpired,
 		"deleted (foreground) %s after it finished, as %s asks", ttl, ttlKey)
-	log.FromContext(ctx).V(1).Info("deleted finished HyperJob after its TTL", "ttl", ttl, "lag", now.Sub(due))
+	log.FromContext(ctx).V(1).Info("deleted finished "+kind+" after its TTL", "ttl", ttl, "lag", now.Sub(due))
 	return nil
 }
 

@@ -3,16 +3,12 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/internal/workload"
@@ -57,26 +53,7 @@ func (r *Reconciler) reconcileTrainJob(ctx context.Context, req ctrl.Request) (c
 	return res.ctrl(), nil
 }
 
-// deleteTrainJob deletes a finished TrainJob whose TTL expired, conditioned on the UID and
-// resourceVersion the decision was made from (deleteHyperJob explains why).
+// deleteTrainJob deletes a finished TrainJob whose TTL expired (deleteAfterTTL).
 func (r *Reconciler) deleteTrainJob(ctx context.Context, tj *unstructured.Unstructured, ttl time.Duration, due time.Time) error {
-	now := r.now()
-	uid, rv := tj.GetUID(), tj.GetResourceVersion()
-	err := r.client.Delete(ctx, tj, client.Preconditions{UID: &uid, ResourceVersion: &rv},
-		client.PropagationPolicy(metav1.DeletePropagationForeground))
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsConflict(err):
-		log.FromContext(ctx).V(1).Info("TTL deletion refused: the TrainJob changed or was replaced since it was read", "reason", err.Error())
-		return errRetry
-	default:
-		return fmt.Errorf("deleting TrainJob %s/%s after its TTL: %w", tj.GetNamespace(), tj.GetName(), err)
-	}
-	observe(KindTrainJob, ActionTTLDelete, now, due)
-	r.recorder.Eventf(tj, corev1.EventTypeNormal, ReasonTTLExpired,
-		"deleted (foreground) %s after it finished, as %s asks", ttl, ttlKey)
-	log.FromContext(ctx).V(1).Info("deleted finished TrainJob after its TTL", "ttl", ttl, "lag", now.Sub(due))
-	return nil
+	return r.deleteAfterTTL(ctx, tj, KindTrainJob, ttl, due)
 }
