@@ -122,7 +122,7 @@ func CreateReadyNode(t testing.TB, cs kubernetes.Interface, node *corev1.Node, c
 	if err != nil {
 		t.Fatalf("node %s status: %v", node.Name, err)
 	}
-	updated.Spec.Taints = nil
+	updated.Spec.Taints = node.Spec.Taints // the caller's own, without the not-ready taint the apiserver adds on create
 	if _, err := cs.CoreV1().Nodes().Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("node %s taints: %v", node.Name, err)
 	}

@@ -21,6 +21,12 @@ func MakeNode(name string) *NodeWrapper {
 // Obj returns the Node.
 func (w *NodeWrapper) Obj() *corev1.Node { return &w.Node }
 
+// Taint adds a taint.
+func (w *NodeWrapper) Taint(key, value string, effect corev1.TaintEffect) *NodeWrapper {
+	w.Spec.Taints = append(w.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: effect})
+	return w
+}
+
 // Label sets a label.
 func (w *NodeWrapper) Label(k, v string) *NodeWrapper {
 	w.Node.Labels[k] = v

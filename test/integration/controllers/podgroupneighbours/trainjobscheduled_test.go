@@ -215,7 +215,9 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 		var members []topologyv1alpha1.MemberSpec
 		for i := range 2 {
 			n := fmt.Sprintf("%s-%s-n%d", ns, leaf.name, i)
-			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", ns).Obj(), corev1.ResourceList{
+			// Tainted for this test's pods only: pods other tests of the package left behind for
+			// hyperbatch-scheduler (a full run had three bound here) must not take the room.
+			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", ns).Taint("hb-test", ns, corev1.TaintEffectNoSchedule).Obj(), corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse(leaf.cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")})
 			leafOf[n] = leaf.name
 			members = append(members, builders.NodeMember(n))
@@ -254,6 +256,7 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 				"metadata": map[string]any{"labels": map[string]any{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
 				"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 					"nodeSelector": map[string]any{"hb-test": ns},
+					"tolerations":  []any{map[string]any{"key": "hb-test", "operator": "Equal", "value": ns, "effect": "NoSchedule"}},
 					"containers": []any{map[string]any{"name": "node", "image": "busybox",
 						"resources": map[string]any{"requests": map[string]any{"cpu": "1", "memory": "64Mi"}}}},
 				}}},
