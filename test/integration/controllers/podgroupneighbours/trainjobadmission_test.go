@@ -35,15 +35,22 @@ func governedNamespace(t *testing.T) string { return governedNamespaceWith(t, 36
 // governedNamespaceWith is governedNamespace with the policy's TTL and deadline.
 func governedNamespaceWith(t *testing.T, ttl int32, deadline int64) string {
 	t.Helper()
-	ctx := context.Background()
 	ns := namespace(t)
-	pol := builders.MakePolicy("tj-"+ns).Weight(5).Selector("tj-policy", ns).Queue("tq").Scheduler("hyperbatch-scheduler").
-		Lifecycle(ttl, deadline).AllowedQueues("tq", "shared").Obj()
+	governBy(t, ns, "tj-policy", builders.MakePolicy("tj-"+ns).Weight(5).Selector("tj-policy", ns).Queue("tq").
+		Scheduler("hyperbatch-scheduler").Lifecycle(ttl, deadline).AllowedQueues("tq", "shared").Obj())
+	return ns
+}
+
+// governBy creates pol, whose selector is label=ns, labels the namespace so, and waits until the
+// webhook defaults a TrainJob there (its policy cache has the policy).
+func governBy(t *testing.T, ns, label string, pol *hbv1.WorkloadPolicy) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
 	nsObj := &corev1.Namespace{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
-	nsObj.Labels = map[string]string{"tj-policy": ns}
+	nsObj.Labels = map[string]string{label: ns}
 	require.NoError(t, env.Client.Update(ctx, nsObj))
 	framework.Eventually(t, wait, "the webhook to default a TrainJob in "+ns, func(ctx context.Context) (bool, error) {
 		probe := trainerObject("TrainJob", ns, "probe", map[string]any{"runtimeRef": map[string]any{"name": "none"}})
@@ -52,7 +59,6 @@ func governedNamespaceWith(t *testing.T, ttl int32, deadline int64) string {
 		}
 		return probe.GetAnnotations()[hbv1.DefaultedByAnnotation] != "", nil
 	})
-	return ns
 }
 
 // Trainer's Volcano example in a governed namespace, admitted by hyperbatch: the stored TrainJob has

@@ -25,7 +25,6 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
-	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
@@ -189,21 +188,8 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 		Capability: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}
 	require.NoError(t, env.Client.Create(ctx, queue))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), queue) })
-	pol := builders.MakePolicy("tjs-"+ns).Weight(5).Selector("tjs-policy", ns).Queue(queue.Name).Scheduler("hyperbatch-scheduler").
-		HardTopology(1).AllowedQueues(queue.Name).Obj()
-	require.NoError(t, env.Client.Create(ctx, pol))
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
-	nsObj := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
-	nsObj.Labels = map[string]string{"tjs-policy": ns}
-	require.NoError(t, env.Client.Update(ctx, nsObj))
-	framework.Eventually(t, wait, "the webhook to default a TrainJob in "+ns, func(ctx context.Context) (bool, error) {
-		probe := trainerObject("TrainJob", ns, "probe", map[string]any{"runtimeRef": map[string]any{"name": "none"}})
-		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-			return false, err
-		}
-		return probe.GetAnnotations()[hbv1.DefaultedByAnnotation] != "", nil
-	})
+	governBy(t, ns, "tjs-policy", builders.MakePolicy("tjs-"+ns).Weight(5).Selector("tjs-policy", ns).Queue(queue.Name).
+		Scheduler("hyperbatch-scheduler").HardTopology(1).AllowedQueues(queue.Name).Obj())
 
 	// The fabric: leaf a (2 nodes of 1 CPU), leaf b (2 nodes of 2 CPUs), one tier-2 root.
 	leafOf := map[string]string{}
