@@ -17,11 +17,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,21 +172,10 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	return p, nil
 }
 
-// TrainerNamespace, TrainerWebhookSecret, TrainerWebhookConfiguration and
-// TrainerMutatingWebhookConfiguration are what Kubeflow Trainer v2.3.0's controller manager expects
-// to exist (pkg/util/cert, cmd/trainer-controller-manager, as its manifests create them): it writes
-// its webhook certificate into that Secret of the namespace it runs in (kubeflow-system outside a
-// pod) and injects its CA into both webhook configurations. StartTrainerController creates all four.
-const (
-	TrainerNamespace                    = "kubeflow-system"
-	TrainerWebhookSecret                = "kubeflow-trainer-webhook-cert"
-	TrainerWebhookConfiguration         = "validator.trainer.kubeflow.org"
-	TrainerMutatingWebhookConfiguration = "defaulter.trainer.kubeflow.org"
-)
-
 // trainerConfig is Trainer v2.3.0's Configuration (config.trainer.kubeflow.org/v1alpha1; it has no
 // command-line flags for its ports): probes, webhook server and status server on the given loopback
-// ports, metrics off, no leader election.
+// ports, metrics off, no leader election, and its own certificate management off ("certificates must
+// be provided externally"), so it neither writes a Secret nor needs one mounted.
 func trainerConfig(health, webhook, status int) string {
 	return fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
@@ -206,45 +190,27 @@ leaderElection:
   leaderElect: false
 statusServer:
   port: %d
+certManagement:
+  enable: false
 `, localproc.Loopback(health), webhook, status)
 }
 
 // StartTrainerController starts Kubeflow Trainer's controller manager (trainer-controller-manager,
 // github.com/kubeflow/trainer/v2 v2.3.0): its TrainJob controller turns TrainJobs into JobSets (and,
-// for a runtime with podGroupPolicy.volcano, a Volcano PodGroup). The namespace, Secret and webhook
-// configurations it expects are created first; the configurations have no webhooks, so the
-// apiserver never calls Trainer's webhooks (their certificate is for a Service name, not loopback)
-// and TrainJobs are admitted undefaulted and unvalidated. Its configuration file (trainerConfig, in
-// LogDir) puts its webhook server, probes and status server on free loopback ports; its certificate
-// is copied from its Secret into the fixed directory the binary reads (TrainerCertDir), as a kubelet
-// would mount it.
+// for a runtime with podGroupPolicy.volcano, a Volcano PodGroup). Its configuration file
+// (trainerConfig, in LogDir) puts its webhook server, probes and status server on free loopback ports
+// and turns its certificate management off. Its webhook server then reads the certificate from
+// controller-runtime's default directory under $TMPDIR; the process gets a TMPDIR of its own in LogDir
+// with a self-signed loopback certificate already there, so the server starts at once and two runs
+// never share a directory. No webhook configuration names Trainer's webhooks, so the apiserver never
+// calls them and TrainJobs are admitted undefaulted and unvalidated.
 func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", o.Kubeconfig, err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client for %s: %w", o.Kubeconfig, err)
-	}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TrainerNamespace}},
-		metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating namespace %s for Trainer: %w", TrainerNamespace, err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: TrainerNamespace, Name: TrainerWebhookSecret}}
-	if _, err := cs.CoreV1().Secrets(TrainerNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating Secret %s/%s for Trainer: %w", TrainerNamespace, TrainerWebhookSecret, err)
-	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TrainerWebhookConfiguration}}
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, vwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating ValidatingWebhookConfiguration %s for Trainer: %w", TrainerWebhookConfiguration, err)
-	}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: TrainerMutatingWebhookConfiguration}}
-	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating MutatingWebhookConfiguration %s for Trainer: %w", TrainerMutatingWebhookConfiguration, err)
+	tmp := filepath.Join(o.LogDir, "trainer-tmp")
+	if _, err := localproc.WriteSelfSignedCert(filepath.Join(tmp, "k8s-webhook-server", "serving-certs")); err != nil {
+		return nil, fmt.Errorf("writing Trainer's webhook certificate: %w", err)
 	}
 	ports, err := localproc.FreePorts(3)
 	if err != nil {
@@ -255,51 +221,14 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	if err := os.WriteFile(conf, []byte(trainerConfig(health, webhook, status)), 0o600); err != nil {
 		return nil, fmt.Errorf("writing Trainer's configuration %s: %w", conf, err)
 	}
-	args := []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + conf, "--zap-log-level=info"}
-	// Trainer's cert rotator writes the certificate into the Secret and then waits (backing off up to
-	// minutes) for the files in its fixed directory, where a pod would have the Secret mounted; play
-	// the kubelet's part while the process starts.
-	mounted := make(chan error, 1)
-	mountCtx, stopMount := context.WithCancel(ctx)
-	defer stopMount()
-	go func() { mounted <- mountSecret(mountCtx, cs, TrainerNamespace, TrainerWebhookSecret, TrainerCertDir) }()
-	p, err := StartProcess(ctx, o, "trainer-controller-manager", args, httpOK("http://"+localproc.Loopback(health)+"/readyz"))
-	if err != nil {
-		stopMount()
-		if merr := <-mounted; merr != nil && !errors.Is(merr, context.Canceled) {
-			return nil, fmt.Errorf("%w (and mounting its certificate: %w)", err, merr)
-		}
-		return nil, err
+	c := localproc.Component{
+		Name:   "trainer-controller-manager",
+		Binary: filepath.Join(o.BinDir, "trainer-controller-manager"),
+		Args:   []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + conf, "--zap-log-level=info"},
+		Env:    []string{"TMPDIR=" + tmp},
+		Ready:  httpOK("http://" + localproc.Loopback(health) + "/readyz"),
 	}
-	return p, nil
-}
-
-// TrainerCertDir is where Trainer v2.3.0's controller manager reads its webhook certificate (fixed in
-// its pkg/util/cert).
-const TrainerCertDir = "/tmp/k8s-webhook-server/serving-certs"
-
-// mountSecret waits until the Secret holds tls.crt and tls.key and writes its keys as files into dir,
-// as a kubelet mounts a Secret volume.
-func mountSecret(ctx context.Context, cs kubernetes.Interface, namespace, name, dir string) error {
-	for {
-		s, err := cs.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return fmt.Errorf("creating %s: %w", dir, err)
-			}
-			for k, v := range s.Data {
-				if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
-					return fmt.Errorf("writing %s: %w", filepath.Join(dir, k), err)
-				}
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return startComponent(ctx, o, c)
 }
 
 // registerJobSetWebhooks registers the JobSet webhooks (localproc.JobSetWebhookConfigs, named
