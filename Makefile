@@ -12,6 +12,9 @@ DISCOVER   ?=
 # REAL_NODES=2: `make run` also starts that many real nodes (kubelet + containerd + runc, one
 # kube-proxy; root, and hack/realnodes-prereqs.sh once). docs/development.md, "Real nodes".
 REAL_NODES ?=
+# CHART=1 (with REAL_NODES): hyperbatch's manager and scheduler are installed by `helm install
+# charts/hyperbatch` on the real nodes instead of running as host processes. docs/development.md, "Chart mode".
+CHART      ?=
 NODE_TOOLS := kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
 # Each command builds what it uses (docs/development.md, "Cold start"):
 # RUN_TOOLS: what `make run`'s single cluster runs (hack/localcluster: control plane, kwok, Volcano's
@@ -133,8 +136,12 @@ test-e2e: test-tools crds build ## Only the e2e suite (set HYPERBATCH_E2E_KUBECO
 	$(GO) test -json -tags e2e $(GOTEST_FLAGS) ./test/e2e/... | $(GO) run ./hack/testsummary
 
 .PHONY: run
-run: run-tools crds build $(if $(REAL_NODES),node-tools images) ## Start the local cluster with hyperbatch and a demo workload (REAL_NODES=2 adds real nodes; stop it with `make down`).
-	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover) $(if $(REAL_NODES),--real-nodes $(REAL_NODES))
+run: run-tools crds build $(if $(REAL_NODES),node-tools images) $(if $(CHART),chart-tools) ## Start the local cluster with hyperbatch and a demo workload (REAL_NODES=2 adds real nodes, CHART=1 installs hyperbatch on them with helm; stop it with `make down`).
+	$(GO) run ./hack/localcluster up --nodes $(NODES) --bin $(BIN) $(if $(DISCOVER),--discover) $(if $(REAL_NODES),--real-nodes $(REAL_NODES)) $(if $(CHART),--chart)
+
+.PHONY: chart-tools
+chart-tools:
+	hack/tools.sh helm
 
 .PHONY: node-tools
 node-tools: ## Build the real nodes' kubelet, kube-proxy, kube-scheduler, containerd (with its shim and ctr) and CNI plugins into bin/ (minutes the first time).

@@ -61,6 +61,9 @@ type upOptions struct {
 	// realNodes is the number of real nodes (kubelets with containerd) beside the kwok nodes
 	// (realnodes.go); 0 starts none.
 	realNodes int
+	// chart installs hyperbatch's manager and scheduler with helm on the real nodes instead of
+	// starting them as host processes (chart.go).
+	chart bool
 	neighbourOptions
 }
 
@@ -146,7 +149,8 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey,
 				// The nodes' names resolve nowhere; their InternalIPs are addresses of the bridge.
 				"--kubelet-preferred-address-types=InternalIP"},
-			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller"})
+			// The chart's Deployments (chart mode) need the deployment and replicaset controllers.
+			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller"})
 	}
 	if err != nil {
 		return err
@@ -154,6 +158,9 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	hb, err := localproc.Hyperbatch(cl, l.bin, ho)
 	if err != nil {
 		return err
+	}
+	if o.chart {
+		hb = nil // helm installs them, after the real nodes are up
 	}
 	nb, err := l.neighbours(cl, o.neighbourOptions)
 	if err != nil {
@@ -194,6 +201,11 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 	}
 	if err := s.Start(ctx, cl.Name, append(hb, nb...)...); err != nil {
 		return err
+	}
+	if o.chart {
+		if err := l.installChart(ctx, k, *real); err != nil {
+			return err
+		}
 	}
 	if o.discover {
 		if err := k.waitDiscoveredTree(ctx, topo); err != nil {
@@ -246,9 +258,15 @@ func (l layout) preflight(ctx context.Context, st localproc.State, o upOptions) 
 		return fmt.Errorf("a local cluster already runs from %s: %s.\nStop it first with `make down` (go run ./hack/localcluster down --dir %s)",
 			l.rel(l.dir), strings.Join(alive, ", "), l.rel(l.dir))
 	}
+	if o.chart && o.realNodes == 0 {
+		return errChartNeedsRealNodes
+	}
 	if o.realNodes != 0 {
 		if o.multicluster || o.discover {
 			return errors.New("--real-nodes goes with the single cluster's fixed HyperNode tree only: drop --multicluster and --discover")
+		}
+		if o.chart && !isExecutable(filepath.Join(l.bin, "helm")) {
+			return fmt.Errorf("--chart needs %s: hack/tools.sh helm", l.rel(filepath.Join(l.bin, "helm")))
 		}
 		for _, cl := range st.Clusters {
 			if err := newRealNodes(l, cl, o.realNodes).preflight(); err != nil {

@@ -4,7 +4,7 @@
 // controller (neighbours.go).
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
-//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover] [--real-nodes 2]
+//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover] [--real-nodes 2 [--chart]]
 //	go run ./hack/localcluster up --multicluster [--dir _output/local] [--port-base 16443] [--no-demo]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
@@ -75,6 +75,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		discover *bool
 		multi    *bool
 		real     *int
+		chart    *bool
 		images   *string
 		nb       neighbourOptions
 	)
@@ -93,6 +94,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
 		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
 		images = imagesFlag()
+		chart = fs.Bool("chart", false, "with --real-nodes: install hyperbatch's manager and scheduler with `helm install charts/hyperbatch` (make images' image, 2 replicas each, on the real nodes) instead of running them as host processes (docs/development.md, \"Chart mode\")")
 		real = fs.Int("real-nodes", 0, "also start this many real nodes (2..8: kubelets with containerd, runc and the CNI bridge, one kube-proxy; needs root, `make images` and hack/realnodes-prereqs.sh; docs/development.md)")
 	case "load-images":
 		images = imagesFlag()
@@ -119,7 +121,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	}
 	switch cmd {
 	case "up":
-		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, realNodes: *real, neighbourOptions: nb})
+		return up(ctx, l, upOptions{nodes: *nodes, noDemo: *noDemo, discover: *discover, multicluster: *multi, realNodes: *real, chart: *chart, neighbourOptions: nb})
 	case "down":
 		return down(l)
 	case "load-images":

@@ -347,6 +347,20 @@ func TestAvailability(t *testing.T) {
 	find(t, render(t, "excludedNamespaces={monitoring,istio-system}"), "Deployment", "hyperbatch-manager", &dep)
 	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--excluded-namespaces=monitoring,istio-system")
 
+	// nodeSelector and tolerations reach both components' pods (chart mode of the local cluster puts
+	// them on its real nodes this way); none by default.
+	for _, c := range []string{"manager", "scheduler"} {
+		find(t, objs, "Deployment", "hyperbatch-"+c, &dep)
+		assert.Empty(t, dep.Spec.Template.Spec.NodeSelector, "%s nodeSelector by default", c)
+		assert.Empty(t, dep.Spec.Template.Spec.Tolerations, "%s tolerations by default", c)
+	}
+	placed := renderArgs(t, "--set-string", "nodeSelector.hyperbatch\\.dev/e2e-node=real", "--set", "tolerations[0].key=dedicated,tolerations[0].operator=Exists,tolerations[0].effect=NoSchedule")
+	for _, c := range []string{"manager", "scheduler"} {
+		find(t, placed, "Deployment", "hyperbatch-"+c, &dep)
+		assert.Equal(t, map[string]string{"hyperbatch.dev/e2e-node": "real"}, dep.Spec.Template.Spec.NodeSelector, "%s nodeSelector", c)
+		assert.Equal(t, []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, dep.Spec.Template.Spec.Tolerations, "%s tolerations", c)
+	}
+
 	objs = render(t, "priorityClassName=", "podDisruptionBudget.enabled=false")
 	find(t, objs, "Deployment", "hyperbatch-manager", &dep)
 	assert.Empty(t, dep.Spec.Template.Spec.PriorityClassName)

@@ -34,10 +34,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 
-{{/* Priority class and anti-affinity of a component's pods: replicas prefer different nodes. */}}
+{{/* Priority class, node selection and anti-affinity of a component's pods: replicas prefer different nodes. */}}
 {{- define "hyperbatch.podPlacement" -}}
 {{- with .root.Values.priorityClassName }}
 priorityClassName: {{ . }}
+{{- end }}
+{{- with .root.Values.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .root.Values.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
 affinity:
   podAntiAffinity:

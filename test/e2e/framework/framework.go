@@ -96,11 +96,18 @@ func Setup(kubeconfig string) (*Suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	install, err := ParseInstall(os.Getenv(InstallEnv))
+	if err != nil {
+		return nil, err
+	}
 	s := &Suite{Kubeconfig: kubeconfig, stop: func() {}}
 	names := map[string]string{} // cluster name -> context
 	if kubeconfig == "" {
 		if !nodes.Simulated() {
 			return nil, fmt.Errorf("%s=%s: the suite's own local cluster has kwok nodes only; set %s to a cluster with real nodes", NodesEnv, nodes.Kind, KubeconfigEnv)
+		}
+		if install != ProcessInstall {
+			return nil, fmt.Errorf("%s=%s: the suite's own local cluster runs hyperbatch as host processes; set %s to a cluster started with `make run REAL_NODES=2 CHART=1`", InstallEnv, install, KubeconfigEnv)
 		}
 		dir := filepath.Join(RepoRoot(), "_output", "e2e")
 		stop, err := startLocalCluster(dir)
@@ -153,6 +160,10 @@ func Setup(kubeconfig string) (*Suite, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := checkNodes(ctx, s.clusters[Primary].Client, nodes); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := checkInstall(ctx, s.clusters[Primary].Client, install); err != nil {
 		s.Stop()
 		return nil, err
 	}
