@@ -452,7 +452,9 @@ failSwapOn: false
 # Imported images cannot be pulled again: never collect them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "50Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+# Absolute disk thresholds: the nodes share this machine's disk, which may be large and nearly full
+# (a 252 GB disk with 3 GB free crossed 1%% and every new pod was rejected with DiskPressure).
+evictionHard: {memory.available: "50Mi", nodefs.available: "512Mi", imagefs.available: "512Mi", nodefs.inodesFree: "1%%"}
 maxPods: 32
 resolvConf: ""
 serializeImagePulls: false
