@@ -192,6 +192,10 @@ func (p *plan) serving(cfg Config, now time.Time, data map[string][]byte, bundle
 		why = fmt.Sprintf("serial %x is signed by the previous CA; switching to CA serial %x", cur.Cert.SerialNumber, p.CA.Cert.SerialNumber)
 	case !now.Before(RenewAt(cur.Cert, cfg.RenewFraction, cfg.RenewBefore)):
 		why = fmt.Sprintf("serial %x expires %s", cur.Cert.SerialNumber, cur.Cert.NotAfter.Format(time.RFC3339))
+	case cur.Cert.NotAfter.Sub(issuedAt(cur.Cert)) > cfg.CertValidity:
+		// CertValidity was shortened: the certificate's own lifetime (not the clock) decides, so
+		// replicas whose clocks differ never re-issue in turn.
+		why = fmt.Sprintf("serial %x was issued for %s, longer than the configured validity %s", cur.Cert.SerialNumber, cur.Cert.NotAfter.Sub(issuedAt(cur.Cert)), cfg.CertValidity)
 	default:
 		p.keepServing(data, cur)
 		p.Next = earliest(p.Next, RenewAt(cur.Cert, cfg.RenewFraction, cfg.RenewBefore))

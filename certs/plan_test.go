@@ -208,6 +208,20 @@ func TestPlanReissuesAtOnce(t *testing.T) {
 			t.Fatalf("old CA must stay in the bundle, got %d CAs", len(r.Bundle))
 		}
 	})
+	t.Run("validity shortened", func(t *testing.T) {
+		c := cfg
+		c.CertValidity = 3 * time.Minute
+		r := mustPlan(t, c, t0.Add(time.Minute), p.Data)
+		expectReasons(t, r, ReasonServingCertRotated)
+		if got := r.Serving.Cert.NotAfter.Sub(issuedAt(r.Serving.Cert)); got != c.CertValidity {
+			t.Fatalf("re-issued for %s, want %s", got, c.CertValidity)
+		}
+		// The new certificate is kept until its renewal, by replicas whose clocks differ too.
+		expectUnchanged(t, c, t0.Add(time.Minute+10*time.Second), r.Data)
+		expectUnchanged(t, c, t0.Add(time.Minute-10*time.Second), r.Data)
+		// Lengthening the validity waits for the next renewal.
+		expectUnchanged(t, cfg, t0.Add(time.Minute+10*time.Second), r.Data)
+	})
 	t.Run("CA key lost", func(t *testing.T) {
 		data := copyData(p.Data)
 		delete(data, CAKeyKey)

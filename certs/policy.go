@@ -9,7 +9,9 @@ import (
 // fraction × lifetime and before, where before is capped at half the lifetime (so a renewed
 // certificate is never immediately due again).
 func RenewAt(c *x509.Certificate, fraction float64, before time.Duration) time.Time {
-	lifetime := c.NotAfter.Sub(c.NotBefore)
+	// The lifetime from issue, without NotBefore's backdate: with it, a certificate of 5 minutes or
+	// less was due at once (half of validity+5m is more than the validity) and re-issued in a loop.
+	lifetime := c.NotAfter.Sub(issuedAt(c))
 	threshold := time.Duration(float64(lifetime) * fraction)
 	if b := min(before, lifetime/2); b > threshold {
 		threshold = b

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
+// certValid is a certificate issued at from for lifetime, backdated as ours are (NewServingCert).
 func certValid(from time.Time, lifetime time.Duration) *x509.Certificate {
-	return &x509.Certificate{NotBefore: from, NotAfter: from.Add(lifetime)}
+	return &x509.Certificate{NotBefore: from.Add(-backdate), NotAfter: from.Add(lifetime)}
 }
 
 func TestRenewAt(t *testing.T) {
@@ -24,6 +25,8 @@ func TestRenewAt(t *testing.T) {
 		{"1h cert: 30d capped at half the lifetime", time.Hour, 1.0 / 3, 30 * day, 30 * time.Minute},
 		{"no before", 90 * day, 0.5, 0, 45 * day},
 		{"10y CA", 3650 * day, 1.0 / 3, 30 * day, 3650*day - time.Duration(float64(3650*day)*(1.0/3))},
+		// Shorter than the 5-minute backdate: counted with it, this one was due the moment it was issued.
+		{"3m cert: 30d capped at half the lifetime", 3 * time.Minute, 1.0 / 3, 30 * day, 90 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := certValid(t0, tc.lifetime)
@@ -37,7 +40,7 @@ func TestRenewAt(t *testing.T) {
 			if !NeedsRenewal(c, at, tc.fraction, tc.before) {
 				t.Fatal("not due at the renewal point")
 			}
-			if !NeedsRenewal(c, t0.Add(-time.Nanosecond), tc.fraction, tc.before) {
+			if !NeedsRenewal(c, c.NotBefore.Add(-time.Nanosecond), tc.fraction, tc.before) {
 				t.Fatal("a not-yet-valid certificate must count as due")
 			}
 			if !NeedsRenewal(c, c.NotAfter.Add(time.Nanosecond), tc.fraction, tc.before) {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/webhook"
@@ -97,4 +101,16 @@ func TestAdmissionModeKinds(t *testing.T) {
 	mode, _, err := resolveAdmission(nil, "webhook")
 	require.NoError(t, err)
 	require.Equal(t, admissionWebhook, mode)
+}
+
+// A serving certificate shorter than minCertValidity is refused, naming the flag; certificates from
+// cert-manager are not the manager's to time.
+func TestCertValidityTooShort(t *testing.T) {
+	_, err := webhookServer(&rest.Config{}, options{certMode: "self", certValidity: time.Minute, webhookCertDir: t.TempDir()}, &manager.Options{})
+	if err == nil || !strings.Contains(err.Error(), "--cert-validity 1m0s is too short") {
+		t.Fatalf("want an error naming --cert-validity, got %v", err)
+	}
+	if _, err := webhookServer(&rest.Config{}, options{certMode: "self", certValidity: minCertValidity, webhookCertDir: t.TempDir(), namespace: "hyperbatch-system", webhookService: "hyperbatch-webhook"}, &manager.Options{}); err != nil {
+		t.Fatalf("--cert-validity %s: %v", minCertValidity, err)
+	}
 }

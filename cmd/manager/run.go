@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -114,6 +115,7 @@ type options struct {
 	webhookURL     string
 	certMode       string
 	certSecret     string
+	certValidity   time.Duration
 	kubeAPIQPS     float64
 	kubeAPIBurst   int
 	pprofAddr      string
@@ -250,11 +252,15 @@ func webhookServer(cfg *rest.Config, o options, mgrOpts *manager.Options) (*cert
 		mgrOpts.WebhookServer = srv
 		return nil, nil
 	}
+	if certs.Mode(o.certMode) == certs.ModeSelf && o.certValidity < minCertValidity {
+		return nil, fmt.Errorf("--cert-validity %s is too short: use at least %s (the webhook server picks a renewed certificate up within 10 s, and a renewal comes at half the lifetime at the latest)", o.certValidity, minCertValidity)
+	}
 	rot, err := certs.New(certs.Config{
 		Mode:                            certs.Mode(o.certMode),
 		SecretNamespace:                 o.namespace,
 		SecretName:                      o.certSecret,
 		CertDir:                         o.webhookCertDir,
+		CertValidity:                    o.certValidity,
 		ServiceName:                     o.webhookService,
 		IPAddresses:                     ips,
 		MutatingWebhookConfigurations:   []string{webhook.MutatingConfigurationName},
@@ -266,6 +272,9 @@ func webhookServer(cfg *rest.Config, o options, mgrOpts *manager.Options) (*cert
 	mgrOpts.WebhookServer = certs.WaitForCerts(srv, rot.Ready())
 	return rot, nil
 }
+
+// minCertValidity is the shortest --cert-validity accepted.
+const minCertValidity = 2 * time.Minute
 
 // applyURLModeConfigurations creates or updates hyperbatch's webhook configurations pointing at
 // --webhook-url, keeping the caBundle the rotator injected (server-side apply leaves fields it does

@@ -344,6 +344,11 @@ func TestAvailability(t *testing.T) {
 	find(t, render(t, "manager.replicas=1"), "Deployment", "hyperbatch-manager", &dep)
 	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--leader-elect=true", "one manager replica must elect a leader too")
 	assert.NotContains(t, strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--excluded-namespaces", "no flag without extra namespaces")
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--cert-validity=8760h", "self mode passes the serving certificate's lifetime")
+	find(t, render(t, "certs.certValidity=5m"), "Deployment", "hyperbatch-manager", &dep)
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--cert-validity=5m")
+	find(t, render(t, "certs.mode=cert-manager"), "Deployment", "hyperbatch-manager", &dep)
+	assert.NotContains(t, strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--cert-validity", "cert-manager issues the certificate")
 	find(t, render(t, "excludedNamespaces={monitoring,istio-system}"), "Deployment", "hyperbatch-manager", &dep)
 	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "--excluded-namespaces=monitoring,istio-system")
 
