@@ -453,8 +453,9 @@ failSwapOn: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 # Absolute disk thresholds: the nodes share this machine's disk, which may be large and nearly full
-# (a 252 GB disk with 3 GB free crossed 1%% and every new pod was rejected with DiskPressure).
-evictionHard: {memory.available: "50Mi", nodefs.available: "512Mi", imagefs.available: "512Mi", nodefs.inodesFree: "1%%"}
+# (a 252 GB disk with 3 GB free crossed 1%% and every new pod was rejected with DiskPressure; other
+# builds took it down to 1 GB free, of which the nodes' containerds need about 0.7 GB).
+evictionHard: {memory.available: "50Mi", nodefs.available: "100Mi", imagefs.available: "100Mi", nodefs.inodesFree: "1%%"}
 maxPods: 32
 resolvConf: ""
 serializeImagePulls: false
