@@ -14,7 +14,9 @@
 //     with a strategic-merge patch that names only caBundle (and pins the resourceVersion read), and
 //     restores it within seconds when someone overwrites it: the configurations and the Secret are
 //     watched (field selector on the name); a periodic resync (ResyncInterval) is the backstop;
-//  4. renews a certificate when less than 1/3 of its lifetime (or 30 days) is left. A CA rotation
+//  4. renews a certificate when less than 1/3 of its lifetime (or 30 days, at most half of it) is
+//     left, the lifetime counted from issue (without NotBefore's backdate), and re-issues at once a
+//     serving certificate issued for longer than CertValidity (a shortened validity). A CA rotation
 //     takes three steps CAOverlap apart: the new CA joins the bundle (old + new), then the serving
 //     certificate is re-issued from it, then the old CA leaves. No client that refreshed its bundle
 //     within CAOverlap ever meets a certificate it cannot verify. Each sync injects the bundle before
