@@ -186,8 +186,8 @@ func (k *kube) chartState(ctx context.Context, pods []corev1.Pod) (leaders []str
 			return nil, fmt.Sprintf("%d webhooks of %s have no caBundle yet (the manager's certificate rotator injects it)", missing, name), nil
 		}
 	}
-	if err := k.webhookReachable(ctx); err != nil {
-		return nil, err.Error(), nil
+	if waiting := k.webhookWaiting(ctx); waiting != "" {
+		return nil, waiting, nil
 	}
 	return leaders, "", nil
 }
@@ -246,18 +246,18 @@ func (k *kube) missingCABundles(ctx context.Context, name string) (int, error) {
 	return missing, nil
 }
 
-// webhookReachable creates a PodGroup in dry-run mode: the API server calls hyperbatch's PodGroup
-// webhooks (failurePolicy Fail) through the Service, so success means a manager pod answered over TLS
-// with a certificate the injected caBundle verifies.
-func (k *kube) webhookReachable(ctx context.Context) error {
+// webhookWaiting creates a PodGroup in dry-run mode: the API server calls hyperbatch's PodGroup
+// webhooks (failurePolicy Fail) through the Service, so success ("") means a manager pod answered over
+// TLS with a certificate the injected caBundle verifies; otherwise it says what failed.
+func (k *kube) webhookWaiting(ctx context.Context) string {
 	pg := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hyperbatch-webhook-probe"},
 		Spec:       schedulingv1beta1.PodGroupSpec{MinMember: 1},
 	}
 	if err := k.c.Create(ctx, pg, client.DryRunAll); err != nil {
-		return fmt.Errorf("the API server cannot call the webhook through its Service yet (dry-run PodGroup create: %v)", err)
+		return "the API server cannot call the webhook through its Service yet (dry-run PodGroup create: " + err.Error() + ")"
 	}
-	return nil
+	return ""
 }
 
 // podImageError names the image of the first chart pod that cannot get it.

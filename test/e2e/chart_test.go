@@ -100,10 +100,11 @@ func deleteLeader(t *testing.T, lease string) (old string, deleted time.Time, le
 }
 
 // waitDeploymentReady waits until the Deployment's rollout is complete: every replica updated and
-// Ready, and no pod of the release's component other than those (a deleted pod is gone).
-func waitDeploymentReady(t *testing.T, name string, timeout time.Duration) {
+// Ready, and no pod of the release's component other than those (a deleted pod is gone), within 3
+// minutes.
+func waitDeploymentReady(t *testing.T, name string) {
 	t.Helper()
-	e2efw.Poll(t, timeout, "Deployment "+name+" to have every replica updated and Ready", func(ctx context.Context) (bool, error) {
+	e2efw.Poll(t, 3*time.Minute, "Deployment "+name+" to have every replica updated and Ready", func(ctx context.Context) (bool, error) {
 		var d appsv1.Deployment
 		if err := c.Get(ctx, client.ObjectKey{Namespace: e2efw.ChartNamespace, Name: name}, &d); err != nil {
 			return false, err
@@ -230,7 +231,7 @@ func TestChartManagerFailoverKeepsPodDefaults(t *testing.T) {
 		return probe.Status.ObservedGeneration == probe.Generation, nil
 	})
 	controllers := time.Since(deleted)
-	waitDeploymentReady(t, "hyperbatch-manager", 3*time.Minute)
+	waitDeploymentReady(t, "hyperbatch-manager")
 	replaced := time.Since(deleted)
 	n := count()
 	e2efw.Poll(t, 30*time.Second, "30 more Pods after the replacement pod is Ready", func(context.Context) (bool, error) { return count() >= n+30, nil })
@@ -443,7 +444,7 @@ func TestChartUpgradeThenUninstall(t *testing.T) {
 
 	// Upgrade: the excluded namespace is left alone by the new manager pods.
 	helmOK(t, "upgrade", e2efw.ChartRelease, e2efw.ChartDir(), "-n", e2efw.ChartNamespace, "--values", values, "--set", "excludedNamespaces={"+excluded+"}")
-	waitDeploymentReady(t, "hyperbatch-manager", 3*time.Minute)
+	waitDeploymentReady(t, "hyperbatch-manager")
 	var mgrPods corev1.PodList
 	require.NoError(t, c.List(ctx, &mgrPods, client.InNamespace(e2efw.ChartNamespace), client.MatchingLabels{"app.kubernetes.io/component": "manager"}))
 	for _, p := range mgrPods.Items {
@@ -509,7 +510,7 @@ func TestChartUpgradeThenUninstall(t *testing.T) {
 	helmOK(t, "install", e2efw.ChartRelease, e2efw.ChartDir(), "-n", e2efw.ChartNamespace, "--values", values)
 	reinstalled = true
 	for _, d := range []string{"hyperbatch-manager", "hyperbatch-scheduler"} {
-		waitDeploymentReady(t, d, 3*time.Minute)
+		waitDeploymentReady(t, d)
 	}
 	for _, l := range []string{managerLease, schedulerLease} {
 		currentLeader(t, l)

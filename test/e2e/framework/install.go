@@ -23,9 +23,9 @@ const InstallEnv = "HYPERBATCH_E2E_INSTALL"
 type Install string
 
 const (
-	// ProcessInstall: the manager and scheduler are host processes (hack/localcluster's default).
+	// ProcessInstall means the manager and scheduler are host processes (hack/localcluster's default).
 	ProcessInstall Install = "process"
-	// ChartInstall: the manager and scheduler are the pods of `helm install charts/hyperbatch`.
+	// ChartInstall means the manager and scheduler are the pods of `helm install charts/hyperbatch`.
 	ChartInstall Install = "chart"
 )
 
