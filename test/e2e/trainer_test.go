@@ -36,13 +36,12 @@ import (
 	itframework "github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
-// gangWatch records, from watches opened before anything is applied, the phases a PodGroup was
-// written with, in order, and each pod's resourceVersion at creation and at binding (the first event
-// with a nodeName). resourceVersions are etcd revisions, one counter for every resource, so they order
-// a binding against a pod's creation and a PodGroup's phase write.
+// gangWatch records, from watches opened before anything is applied, the resourceVersion at which
+// the PodGroup first showed each phase, and each pod's resourceVersion at creation and at binding
+// (the first event with a nodeName). resourceVersions are etcd revisions, one counter for every
+// resource, so they order a binding against a pod's creation and a PodGroup's phase write.
 type gangWatch struct {
 	mu      sync.Mutex
-	phases  []schedulingv1beta1.PodGroupPhase
 	phaseRV map[schedulingv1beta1.PodGroupPhase]uint64
 	created map[string]uint64
 	bound   map[string]uint64
@@ -81,8 +80,7 @@ func watchGangOf(t *testing.T, ns, pgName string) *gangWatch {
 					}
 				case *schedulingv1beta1.PodGroup:
 					ph := o.Status.Phase
-					if o.Name == pgName && ph != "" && (len(g.phases) == 0 || g.phases[len(g.phases)-1] != ph) {
-						g.phases = append(g.phases, ph)
+					if _, seen := g.phaseRV[ph]; o.Name == pgName && ph != "" && !seen {
 						g.phaseRV[ph] = rv
 					}
 				}
@@ -93,7 +91,7 @@ func watchGangOf(t *testing.T, ns, pgName string) *gangWatch {
 	return g
 }
 
-func (g *gangWatch) snapshot() (phases []schedulingv1beta1.PodGroupPhase, phaseRV map[schedulingv1beta1.PodGroupPhase]uint64, created, bound map[string]uint64) {
+func (g *gangWatch) snapshot() (phaseRV map[schedulingv1beta1.PodGroupPhase]uint64, created, bound map[string]uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	phaseRV, created, bound = map[schedulingv1beta1.PodGroupPhase]uint64{}, map[string]uint64{}, map[string]uint64{}
@@ -106,7 +104,7 @@ func (g *gangWatch) snapshot() (phases []schedulingv1beta1.PodGroupPhase, phaseR
 	for k, v := range g.bound {
 		bound[k] = v
 	}
-	return append([]schedulingv1beta1.PodGroupPhase(nil), g.phases...), phaseRV, created, bound
+	return phaseRV, created, bound
 }
 
 // trainJobCondition is the status of the TrainJob's condition of that type ("" when it has none).
@@ -187,7 +185,7 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 
 	// Scheduled as a gang: 4 pods bound, none before all 4 existed and the PodGroup was Inqueue.
 	e2efw.Poll(t, 2*time.Minute, "the 4 pods of TrainJob "+name+" bound", func(context.Context) (bool, error) {
-		_, _, _, bound := gang.snapshot()
+		_, _, bound := gang.snapshot()
 		return len(bound) == 4, nil
 	})
 	var pods corev1.PodList
@@ -210,7 +208,7 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 		}
 	}
 	assert.NotEmpty(t, holder, "the gang's nodes %v are in no HyperNode of tier 2 or lower", nodes)
-	_, phaseRV, created, bound := gang.snapshot()
+	phaseRV, created, bound := gang.snapshot()
 	first := uint64(0)
 	for _, rv := range bound {
 		if first == 0 || rv < first {
