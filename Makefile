@@ -18,11 +18,12 @@ CHART      ?=
 NODE_TOOLS := kubelet kube-proxy kube-scheduler containerd containerd-shim-runc-v2 ctr cni-bridge cni-host-local cni-loopback
 # Each command builds what it uses (docs/development.md, "Cold start"):
 # RUN_TOOLS: what `make run`'s single cluster runs (hack/localcluster: control plane, kwok, Volcano's
-# controllers and webhooks, the JobSet controller) and controller-gen, which generates Volcano's CRDs.
-RUN_TOOLS  := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen vc-controller-manager vc-webhook-manager jobset-controller
+# controllers and webhooks, the JobSet controller, Kubeflow Trainer's controller manager) and
+# controller-gen, which generates Volcano's CRDs.
+RUN_TOOLS  := etcd kube-apiserver kube-controller-manager kubectl kwok controller-gen vc-controller-manager vc-webhook-manager jobset-controller trainer-controller-manager
 # KARMADA_TOOLS: added by `make run-multicluster` and test/integration/multicluster.
 KARMADA_TOOLS := karmada-aggregated-apiserver karmada-webhook karmada-controller-manager karmada-scheduler
-TEST_TOOLS := $(RUN_TOOLS) helm vc-scheduler trainer-controller-manager $(KARMADA_TOOLS)
+TEST_TOOLS := $(RUN_TOOLS) helm vc-scheduler $(KARMADA_TOOLS)
 GOTEST_FLAGS ?= -count=1 -timeout=40m
 FUZZTIME   ?= 10s
 # Benchmarks (bench/) are compiled by go vet and run by `make bench`, not by `make test`.
@@ -75,7 +76,7 @@ krew-archive: ## Build the kubectl plugin's krew archive for this platform into 
 	sha256sum _output/krew/kubectl-hyperbatch_*.tar.gz
 
 .PHONY: tools
-tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint, Volcano's controller-manager, webhook-manager and scheduler, the JobSet controller) into bin/.
+tools: ## Build the development binaries (etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, controller-gen, helm, golangci-lint, Volcano's controller-manager, webhook-manager and scheduler, the JobSet controller, Kubeflow Trainer's controller manager, Karmada's) into bin/.
 	hack/tools.sh
 
 .PHONY: test-tools

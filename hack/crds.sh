@@ -15,7 +15,8 @@
 #   trainer/   Kubeflow Trainer's CRDs (github.com/kubeflow/trainer/v2 manifests/base/crds: TrainJob,
 #              TrainingRuntime, ClusterTrainingRuntime) and the scheduler-plugins PodGroup of its coscheduling
 #              plugin (sigs.k8s.io/scheduler-plugins config/crd/bases), the versions
-#              hack/tools/trainer/go.mod pins; only the TrainJob integration test installs them
+#              hack/tools/trainer/go.mod pins; the TrainJob integration tests and the local cluster
+#              (hack/localcluster applies everything below _output/crds/) install them
 #
 # `hack/crds.sh kueue` (make bench-tools; never make test) gathers, for the peers benchmark only, into
 # _output/kueue/ (git-ignored): Kueue's CRDs (sigs.k8s.io/kueue config/components/crd/bases), its

@@ -1,10 +1,10 @@
 // Command localcluster runs hyperbatch's local development cluster from the binaries in bin/: etcd,
 // kube-apiserver, kube-controller-manager, kwok (fake nodes), hyperbatch's manager and scheduler, and
-// the neighbours a user's cluster runs: Volcano's controller-manager and webhook-manager and the JobSet
-// controller (neighbours.go).
+// the neighbours a user's cluster runs: Volcano's controller-manager and webhook-manager, the JobSet
+// controller and Kubeflow Trainer's controller manager (neighbours.go).
 //
 //	go run ./hack/localcluster up [--nodes 16] [--dir _output/local] [--bin bin] [--port-base 16443] [--no-demo]
-//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--discover] [--real-nodes 2 [--chart]]
+//	                              [--no-volcano] [--no-volcano-webhooks] [--no-jobset] [--no-trainer] [--discover] [--real-nodes 2 [--chart]]
 //	go run ./hack/localcluster up --multicluster [--dir _output/local] [--port-base 16443] [--no-demo]
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
@@ -28,6 +28,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/hyperbatch/hyperbatch/test/util/localproc"
 )
 
 const modulePath = "github.com/hyperbatch/hyperbatch"
@@ -85,14 +87,15 @@ func run(ctx context.Context, cmd string, args []string) error {
 	switch cmd {
 	case "up":
 		bin = fs.String("bin", "bin", "directory holding etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, manager, scheduler")
-		portBase = fs.Int("port-base", 16443, "first of 18 consecutive loopback ports (kube-apiserver gets this one); with --multicluster the members use the blocks 100 and 200 above it")
+		portBase = fs.Int("port-base", 16443, fmt.Sprintf("first of %d consecutive loopback ports (kube-apiserver gets this one); with --multicluster the members use the blocks 100 and 200 above it", localproc.PortCount))
 		multi = fs.Bool("multicluster", false, "start a Karmada v1.16 control plane (with hyperbatch's manager in control-plane mode) and two member clusters with different GPU capacity and HyperNode trees, joined in Push mode, instead of one cluster; the demo runs a HyperJob across both")
 		nodes = fs.Int("nodes", 16, "number of kwok nodes (4 per leaf HyperNode, 2 leaves per spine, one top)")
 		noDemo = fs.Bool("no-demo", false, "skip the acceptance checks (a hyperbatch-scheduler pod must become Running; with Volcano, a Volcano Job must complete)")
 		discover = fs.Bool("discover", false, "let the manager's HyperNode discovery build the tree from the kwok nodes' topology labels (Volcano's label source) instead of writing the fixed sample tree")
 		fs.BoolVar(&nb.noVolcano, "no-volcano", false, "do not start Volcano's controller-manager and webhook-manager (nor create Volcano Queues)")
 		fs.BoolVar(&nb.noVolcanoWebhooks, "no-volcano-webhooks", false, "do not start Volcano's webhook-manager (its controllers still run)")
-		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller")
+		fs.BoolVar(&nb.noJobSet, "no-jobset", false, "do not start the JobSet controller (nor Kubeflow Trainer's, whose TrainJobs become JobSets)")
+		fs.BoolVar(&nb.noTrainer, "no-trainer", false, "do not start Kubeflow Trainer's controller manager")
 		images = imagesFlag()
 		chart = fs.Bool("chart", false, "with --real-nodes: install hyperbatch's manager and scheduler with `helm install charts/hyperbatch` (make images' image, 2 replicas each, on the real nodes) instead of running them as host processes (docs/development.md, \"Chart mode\")")
 		real = fs.Int("real-nodes", 0, "also start this many real nodes (2..8: kubelets with containerd, runc and the CNI bridge, one kube-proxy; needs root, `make images` and hack/realnodes-prereqs.sh; docs/development.md)")

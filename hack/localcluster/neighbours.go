@@ -8,6 +8,9 @@ package main
 //     Volcano's Helm chart installs (URL mode on loopback instead of a Service),
 //   - the JobSet controller with its JobSet webhooks (its internal cert rotation is off: it needs a
 //     Service and Secret; the local CA signs its serving certificate instead),
+//   - Kubeflow Trainer's controller manager (localproc.TrainerController, as the tests run it: its
+//     certificate management off, its webhooks not registered), which turns TrainJobs into JobSets;
+//     with --no-jobset it is left out too, since nothing would run its JobSets,
 //   - the Volcano Queues `root` and `default` (as Volcano's scheduler creates them) and the demo's queues.
 
 import (
@@ -30,7 +33,7 @@ import (
 
 // neighbourOptions say which neighbours `up` leaves out.
 type neighbourOptions struct {
-	noVolcano, noVolcanoWebhooks, noJobSet bool
+	noVolcano, noVolcanoWebhooks, noJobSet, noTrainer bool
 }
 
 // demoQueues are the Volcano Queues the local cluster creates: Volcano's own two and the README's.
@@ -48,6 +51,13 @@ func (l layout) neighbours(cl localproc.Cluster, o neighbourOptions) (localproc.
 			return nil, err
 		}
 		out = append(out, js...)
+		if !o.noTrainer {
+			tr, err := localproc.Trainer(cl, l.bin)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, tr...)
+		}
 	}
 	var missing []string
 	for _, c := range out {
@@ -58,7 +68,7 @@ func (l layout) neighbours(cl localproc.Cluster, o neighbourOptions) (localproc.
 	if len(missing) == 0 {
 		return out, nil
 	}
-	return nil, fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset",
+	return nil, fmt.Errorf("missing tools in %s: %s.\nBuild them with `hack/tools.sh %s` (part of `make test-tools`; several minutes the first time), or leave them out with --no-volcano / --no-volcano-webhooks / --no-jobset / --no-trainer",
 		l.rel(l.bin), strings.Join(missing, ", "), strings.Join(missing, " "))
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -72,6 +73,8 @@ func TestMain(m *testing.M) { os.Exit(run(m)) }
 func run(m *testing.M) int {
 	framework.SetupLogs(framework.QuietErrors)
 	w, err := framework.StartWithWebhooks(framework.WebhookEnvOptions{
+		// Trainer's CRDs too: TestEquivalentTrainJobs.
+		CRDDirs:  append(framework.DefaultCRDDirs(), filepath.Join(framework.RepoRoot(), "_output", "crds", "trainer")),
 		Fixtures: fixtures(),
 		Config: func(o *hbwebhook.ConfigOptions) {
 			o.PodNamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{modeLabel: "webhook"}}

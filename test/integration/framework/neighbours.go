@@ -1,8 +1,9 @@
 package framework
 
 // Neighbours are the upstream workload controllers hyperbatch runs next to in a user's cluster: Volcano's
-// controller-manager and scheduler and the JobSet controller, built by hack/tools.sh into bin/
-// (vc-controller-manager, vc-scheduler, jobset-controller). The helpers here start them against any
+// controller-manager and scheduler, the JobSet controller and Kubeflow Trainer's controller manager,
+// built by hack/tools.sh into bin/ (vc-controller-manager, vc-scheduler, jobset-controller,
+// trainer-controller-manager). The helpers here start them against any
 // kubeconfig (an envtest control plane, the e2e local cluster) with their log in a file, wait until they
 // serve, and stop them cleanly.
 
@@ -172,61 +173,23 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	return p, nil
 }
 
-// trainerConfig is Trainer v2.3.0's Configuration (config.trainer.kubeflow.org/v1alpha1; it has no
-// command-line flags for its ports): probes, webhook server and status server on the given loopback
-// ports, metrics off, no leader election, and its own certificate management off ("certificates must
-// be provided externally"), so it neither writes a Secret nor needs one mounted.
-func trainerConfig(health, webhook, status int) string {
-	return fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
-kind: Configuration
-health:
-  healthProbeBindAddress: %s
-metrics:
-  bindAddress: "0"
-webhook:
-  port: %d
-  host: 127.0.0.1
-leaderElection:
-  leaderElect: false
-statusServer:
-  port: %d
-certManagement:
-  enable: false
-`, localproc.Loopback(health), webhook, status)
-}
-
 // StartTrainerController starts Kubeflow Trainer's controller manager (trainer-controller-manager,
-// github.com/kubeflow/trainer/v2 v2.3.0): its TrainJob controller turns TrainJobs into JobSets (and,
-// for a runtime with podGroupPolicy.volcano, a Volcano PodGroup). Its configuration file
-// (trainerConfig, in LogDir) puts its webhook server, probes and status server on free loopback ports
-// and turns its certificate management off. Its webhook server then reads the certificate from
-// controller-runtime's default directory under $TMPDIR; the process gets a TMPDIR of its own in LogDir
-// with a self-signed loopback certificate already there, so the server starts at once and two runs
-// never share a directory. No webhook configuration names Trainer's webhooks, so the apiserver never
-// calls them and TrainJobs are admitted undefaulted and unvalidated.
+// github.com/kubeflow/trainer/v2 v2.3.0) as localproc.TrainerController runs it, the local cluster's
+// way too: its configuration file and a TMPDIR of its own with a self-signed loopback certificate in
+// LogDir, its probes, webhook server and status server on free loopback ports, certificate management
+// off. No webhook configuration names Trainer's webhooks, so the apiserver never calls them and
+// TrainJobs are admitted undefaulted and unvalidated.
 func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, error) {
 	if err := o.check(); err != nil {
 		return nil, err
-	}
-	tmp := filepath.Join(o.LogDir, "trainer-tmp")
-	if _, err := localproc.WriteSelfSignedCert(filepath.Join(tmp, "k8s-webhook-server", "serving-certs")); err != nil {
-		return nil, fmt.Errorf("writing Trainer's webhook certificate: %w", err)
 	}
 	ports, err := localproc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	health, webhook, status := ports[0], ports[1], ports[2]
-	conf := filepath.Join(o.LogDir, "trainer-config.yaml")
-	if err := os.WriteFile(conf, []byte(trainerConfig(health, webhook, status)), 0o600); err != nil {
-		return nil, fmt.Errorf("writing Trainer's configuration %s: %w", conf, err)
-	}
-	c := localproc.Component{
-		Name:   "trainer-controller-manager",
-		Binary: filepath.Join(o.BinDir, "trainer-controller-manager"),
-		Args:   []string{"--kubeconfig=" + o.Kubeconfig, "--config=" + conf, "--zap-log-level=info"},
-		Env:    []string{"TMPDIR=" + tmp},
-		Ready:  httpOK("http://" + localproc.Loopback(health) + "/readyz"),
+	c, err := localproc.TrainerController(o.BinDir, o.Kubeconfig, o.LogDir, localproc.TrainerPorts{Health: ports[0], Webhook: ports[1], Status: ports[2]})
+	if err != nil {
+		return nil, err
 	}
 	return startComponent(ctx, o, c)
 }

@@ -21,7 +21,7 @@ type Role string
 // member clusters (`make run-multicluster`).
 const (
 	// RoleStandalone is one cluster with everything: the Kubernetes core, hyperbatch's manager and
-	// scheduler, and the neighbours (Volcano, JobSet).
+	// scheduler, and the neighbours (Volcano, JobSet, Kubeflow Trainer).
 	RoleStandalone Role = "standalone"
 	// RoleKarmada is a Karmada control plane (KarmadaPlane): etcd, kube-apiserver as the Karmada
 	// apiserver, karmada-aggregated-apiserver, karmada-webhook, kube-controller-manager (namespace and
@@ -116,16 +116,19 @@ func (c Cluster) Process(component string) string { return processName(c.Name, c
 // Ports are the loopback ports of one cluster, all derived from its port base.
 type Ports struct {
 	APIServer, EtcdClient, EtcdPeer, ControllerManager, Kwok, ManagerMetrics, ManagerHealth, Scheduler, Webhook int
-	// The neighbours: Volcano's controller-manager (health) and webhook-manager, the JobSet controller.
+	// The neighbours: Volcano's controller-manager (health) and webhook-manager, the JobSet controller
+	// (Trainer's are below).
 	VolcanoHealth, VolcanoWebhook, JobSetWebhook, JobSetHealth int
 	// A Karmada plane's own processes: karmada-aggregated-apiserver, karmada-webhook (server and
 	// health), karmada-controller-manager and karmada-scheduler (health and Prometheus metrics).
 	KarmadaAggregated, KarmadaWebhook, KarmadaWebhookHealth, KarmadaControllerHealth, KarmadaSchedulerHealth int
 	KarmadaControllerMetrics, KarmadaSchedulerMetrics                                                        int
+	// Kubeflow Trainer's controller manager: probes, webhook server, status server.
+	TrainerHealth, TrainerWebhook, TrainerStatus int
 }
 
 // PortCount is how many consecutive ports from its base one cluster uses.
-const PortCount = 20
+const PortCount = 23
 
 // PortsFrom lays out a cluster's ports from base.
 func PortsFrom(base int) Ports {
@@ -136,6 +139,7 @@ func PortsFrom(base int) Ports {
 		JobSetHealth: base + 12, KarmadaAggregated: base + 13, KarmadaWebhook: base + 14, KarmadaWebhookHealth: base + 15,
 		KarmadaControllerHealth: base + 16, KarmadaSchedulerHealth: base + 17,
 		KarmadaControllerMetrics: base + 18, KarmadaSchedulerMetrics: base + 19,
+		TrainerHealth: base + 20, TrainerWebhook: base + 21, TrainerStatus: base + 22,
 	}
 }
 
@@ -168,6 +172,9 @@ func (p Ports) All() []PortUse {
 		{p.KarmadaSchedulerHealth, "karmada-scheduler --health-probe-bind-address"},
 		{p.KarmadaControllerMetrics, "karmada-controller-manager --metrics-bind-address"},
 		{p.KarmadaSchedulerMetrics, "karmada-scheduler --metrics-bind-address"},
+		{p.TrainerHealth, "trainer-controller-manager health.healthProbeBindAddress"},
+		{p.TrainerWebhook, "trainer-controller-manager webhook.port"},
+		{p.TrainerStatus, "trainer-controller-manager statusServer.port"},
 	}
 }
 

@@ -1,0 +1,244 @@
+//go:build e2e
+
+package e2e
+
+// Kubeflow Trainer's own Volcano example (examples/yaml/04-volcano-integration.yaml of the module
+// hack/tools/trainer pins) applied to the local cluster as a new user would, with `kubectl apply`, in
+// a namespace a WorkloadPolicy governs: Trainer's controller manager (started by hack/localcluster)
+// makes the PodGroup, hyperbatch-scheduler places the gang in one HyperNode, kwok runs the pods to
+// completion and the TrainJob ends Complete.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
+	"github.com/hyperbatch/hyperbatch/internal/workload"
+	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
+	itframework "github.com/hyperbatch/hyperbatch/test/integration/framework"
+)
+
+// gangWatch records, from watches opened before anything is applied, the resourceVersion at which
+// the PodGroup first showed each phase, and each pod's resourceVersion at creation and at binding
+// (the first event with a nodeName). resourceVersions are etcd revisions, one counter for every
+// resource, so they order a binding against a pod's creation and a PodGroup's phase write.
+type gangWatch struct {
+	mu      sync.Mutex
+	phaseRV map[schedulingv1beta1.PodGroupPhase]uint64
+	created map[string]uint64
+	bound   map[string]uint64
+}
+
+func watchGangOf(t *testing.T, ns, pgName string) *gangWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g := &gangWatch{phaseRV: map[schedulingv1beta1.PodGroupPhase]uint64{}, created: map[string]uint64{}, bound: map[string]uint64{}}
+	for _, list := range []client.ObjectList{&corev1.PodList{}, &schedulingv1beta1.PodGroupList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		require.NoError(t, err)
+		t.Cleanup(w.Stop)
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type != watch.Added && ev.Type != watch.Modified {
+					continue
+				}
+				obj, ok := ev.Object.(client.Object)
+				if !ok {
+					continue
+				}
+				rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+				if err != nil {
+					continue
+				}
+				g.mu.Lock()
+				switch o := obj.(type) {
+				case *corev1.Pod:
+					if _, seen := g.created[o.Name]; !seen {
+						g.created[o.Name] = rv
+					}
+					if _, seen := g.bound[o.Name]; !seen && o.Spec.NodeName != "" {
+						g.bound[o.Name] = rv
+					}
+				case *schedulingv1beta1.PodGroup:
+					ph := o.Status.Phase
+					if _, seen := g.phaseRV[ph]; o.Name == pgName && ph != "" && !seen {
+						g.phaseRV[ph] = rv
+					}
+				}
+				g.mu.Unlock()
+			}
+		}()
+	}
+	return g
+}
+
+func (g *gangWatch) snapshot() (phaseRV map[schedulingv1beta1.PodGroupPhase]uint64, created, bound map[string]uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	phaseRV, created, bound = map[schedulingv1beta1.PodGroupPhase]uint64{}, map[string]uint64{}, map[string]uint64{}
+	for k, v := range g.phaseRV {
+		phaseRV[k] = v
+	}
+	for k, v := range g.created {
+		created[k] = v
+	}
+	for k, v := range g.bound {
+		bound[k] = v
+	}
+	return phaseRV, created, bound
+}
+
+// trainJobCondition is the status of the TrainJob's condition of that type ("" when it has none).
+func trainJobCondition(tj *unstructured.Unstructured, typ string) (status, reason string) {
+	conds, _, _ := unstructured.NestedSlice(tj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"])
+		}
+	}
+	return "", ""
+}
+
+// Trainer's 04-volcano-integration.yaml, unchanged, in a namespace whose policy gives a queue,
+// hyperbatch-scheduler and hard topology up to tier 2 (the README's policy): Trainer makes the
+// PodGroup (the TrainJob's name, controlled by it, minMember 4) with the policy's queue and topology
+// and hyperbatch's price (4 × 1 CPU, 2Gi); hyperbatch-scheduler binds no pod before all 4 exist and
+// the PodGroup is Inqueue, and binds all 4 inside one HyperNode of tier 2 or lower; kwok runs them to
+// completion, the TrainJob ends Complete and the PodGroup Completed; deleting the example removes
+// the PodGroup with the TrainJob.
+func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
+	e2efw.SkipUnlessSimulated(t, "the example runs a pytorch image with python; kwok nodes run and complete its pods")
+	dir, err := itframework.TrainerModuleDir()
+	require.NoError(t, err)
+	example := filepath.Join(dir, "examples", "yaml", "04-volcano-integration.yaml")
+	const name = "volcano-example" // the example's TrainJob
+	ns := primary.Namespace(t)
+	queue := "tj-" + ns
+	openQueue(t, queue)
+	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler",
+		NetworkTopology: &hbv1.NetworkTopology{Mode: "hard", HighestTierAllowed: ptr.To[int32](2)}})
+	tree := readHyperNodeTree(t)
+	gang := watchGangOf(t, ns, name)
+	t.Cleanup(func() {
+		_, _ = primary.Kubectl("delete", "-n", ns, "-f", example, "--ignore-not-found", "--wait=false")
+	})
+
+	// The webhook reads policies from an informer: a TrainJob applied before it has the new policy
+	// is deleted (with what Trainer made of it) and applied again.
+	tj := &unstructured.Unstructured{}
+	tj.SetGroupVersionKind(defaults.TrainJobGVK)
+	e2efw.Poll(t, 90*time.Second, "kubectl apply of Trainer's example to be defaulted by "+policy, func(ctx context.Context) (bool, error) {
+		if out, err := primary.Kubectl("apply", "-n", ns, "-f", example); err != nil {
+			return false, fmt.Errorf("kubectl apply -f %s: %w: %s", example, err, out)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, err
+		}
+		if tj.GetAnnotations()[hbv1.DefaultedByAnnotation] != "" {
+			return true, nil
+		}
+		_, _ = primary.Kubectl("delete", "-n", ns, "trainjob", name, "--wait")
+		return false, nil
+	})
+	q, _ := defaults.TrainJobQueue(tj)
+	assert.Equal(t, queue, q, "the policy's queue where Trainer reads it (runtimePatches)")
+
+	pg := &schedulingv1beta1.PodGroup{}
+	e2efw.Poll(t, 60*time.Second, "Trainer's PodGroup priced by hyperbatch", func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
+		return err == nil && pg.Annotations[hbv1.PricedMinResourcesAnnotation] != "", client.IgnoreNotFound(err)
+	})
+	owner := metav1.GetControllerOf(pg)
+	require.NotNil(t, owner, "the PodGroup has no controller")
+	assert.Equal(t, "TrainJob", owner.Kind)
+	assert.Equal(t, tj.GetUID(), owner.UID)
+	assert.Equal(t, int32(4), pg.Spec.MinMember)
+	assert.Equal(t, queue, pg.Spec.Queue)
+	require.NotNil(t, pg.Spec.NetworkTopology, "the policy's topology")
+	require.NotNil(t, pg.Spec.NetworkTopology.HighestTierAllowed)
+	assert.Equal(t, 2, *pg.Spec.NetworkTopology.HighestTierAllowed)
+	require.NotNil(t, pg.Spec.MinResources)
+	for res, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"} {
+		got := (*pg.Spec.MinResources)[res]
+		w := resource.MustParse(want)
+		assert.Zero(t, w.Cmp(got), "minResources %s: want %s (4 × resourcesPerNode.requests), got %s", res, want, got.String())
+	}
+
+	// Scheduled as a gang: 4 pods bound, none before all 4 existed and the PodGroup was Inqueue.
+	e2efw.Poll(t, 2*time.Minute, "the 4 pods of TrainJob "+name+" bound", func(context.Context) (bool, error) {
+		_, _, bound := gang.snapshot()
+		return len(bound) == 4, nil
+	})
+	var pods corev1.PodList
+	require.NoError(t, c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}))
+	require.Len(t, pods.Items, 4)
+	nodes := map[string]bool{}
+	for _, p := range pods.Items {
+		assert.Equal(t, "hyperbatch-scheduler", p.Spec.SchedulerName, "pod %s", p.Name)
+		assert.Equal(t, name, p.Annotations[defaults.GroupNameAnnotation], "pod %s is not in Trainer's PodGroup", p.Name)
+		nodes[p.Spec.NodeName] = true
+	}
+	var holder string
+	for hn, members := range tree.nodes {
+		inside := tree.tier[hn] <= 2
+		for n := range nodes {
+			inside = inside && members[n]
+		}
+		if inside {
+			holder = hn
+		}
+	}
+	assert.NotEmpty(t, holder, "the gang's nodes %v are in no HyperNode of tier 2 or lower", nodes)
+	phaseRV, created, bound := gang.snapshot()
+	first := uint64(0)
+	for _, rv := range bound {
+		if first == 0 || rv < first {
+			first = rv
+		}
+	}
+	require.Len(t, created, 4)
+	for p, rv := range created {
+		assert.Less(t, rv, first, "pod %s was created (resourceVersion %d) after the first binding (%d)", p, rv, first)
+	}
+	require.Contains(t, phaseRV, schedulingv1beta1.PodGroupInqueue, "the PodGroup was never Inqueue")
+	assert.Less(t, phaseRV[schedulingv1beta1.PodGroupInqueue], first, "a pod bound before the PodGroup was Inqueue")
+
+	// kwok runs and completes the pods: the TrainJob ends Complete, the PodGroup Completed.
+	e2efw.Poll(t, 3*time.Minute, "TrainJob "+name+" to finish", func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, err
+		}
+		return workload.TrainJobFinishedAt(tj) != nil, nil
+	})
+	status, _ := trainJobCondition(tj, workload.TrainJobComplete)
+	failed, why := trainJobCondition(tj, workload.TrainJobFailed)
+	require.Equal(t, "True", status, "TrainJob %s finished but is not Complete (Failed %s, reason %s)", name, failed, why)
+	e2efw.Poll(t, 60*time.Second, "the PodGroup Completed", func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
+		return err == nil && pg.Status.Phase == schedulingv1beta1.PodGroupCompleted, err
+	})
+
+	// Deleting the example: the PodGroup goes with the TrainJob (the garbage collector).
+	out, err := primary.Kubectl("delete", "-n", ns, "-f", example, "--wait=false")
+	require.NoError(t, err, "kubectl delete: %s", out)
+	primary.WaitDeleted(t, pg, "Trainer's PodGroup to go with its TrainJob", 60*time.Second)
+}
