@@ -44,8 +44,9 @@ func example(t *testing.T, file, ns string, obj client.Object) {
 // racks 3-5 (tier 2), the examples' shape (make run's leaves have 4 such nodes), and binds an 8-GPU
 // filler to the first node of racks 0-2: spine-0 has 9 nodes free, room for an 8-pod gang of 8 GPUs
 // and the best fit for it as a flat gang, but no rack there holds 4 of its pods; spine-1's racks
-// hold 4 each. It returns each node's rack.
-func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string]int {
+// hold 4 each. It returns each node's rack. Nodes are <prefix>-r<rack>-n<i>, racks <prefix>-rack-<r>
+// and spines <prefix>-spine-<s>; with taint, every node carries the NoSchedule taint hb-test=<prefix>.
+func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns, prefix string, taint bool) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	rackOf := map[string]int{}
@@ -53,21 +54,25 @@ func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string
 	for r := 0; r < 6; r++ {
 		var members []topologyv1alpha1.MemberSpec
 		for i := 0; i < 4; i++ {
-			n := fmt.Sprintf("sg-r%d-n%d", r, i)
-			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", "subgroups").Obj(), builders.GPUNode())
+			n := fmt.Sprintf("%s-r%d-n%d", prefix, r, i)
+			node := builders.MakeNode(n).Label("hb-test", prefix)
+			if taint {
+				node = node.Taint("hb-test", prefix, corev1.TaintEffectNoSchedule)
+			}
+			framework.CreateReadyNode(t, cs, node.Obj(), builders.GPUNode())
 			rackOf[n] = r
 			members = append(members, builders.NodeMember(n))
 		}
-		rack := fmt.Sprintf("sg-rack-%d", r)
+		rack := fmt.Sprintf("%s-rack-%d", prefix, r)
 		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(rack, 1).Members(members...).Obj()))
 		spines[r/3] = append(spines[r/3], builders.HyperNodeMember(rack))
 	}
 	for s := range spines {
-		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("sg-spine-%d", s), 2).Members(spines[s]...).Obj()))
+		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("%s-spine-%d", prefix, s), 2).Members(spines[s]...).Obj()))
 	}
 	for r := 0; r < 3; r++ {
 		f := builders.MakeGangPod(ns, fmt.Sprintf("filler-%d", r), "", "default-scheduler").GPUs(8).Obj()
-		f.Spec.NodeName = fmt.Sprintf("sg-r%d-n0", r)
+		f.Spec.NodeName = fmt.Sprintf("%s-r%d-n0", prefix, r)
 		require.NoError(t, env.Client.Create(ctx, f))
 	}
 	return rackOf
@@ -153,7 +158,7 @@ func TestSubGroupWaysIn(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	ns := namespace(t)
-	rackOf := subGroupFabric(t, cs, ns)
+	rackOf := subGroupFabric(t, cs, ns, "sg", false)
 
 	byReplica := &jobsetv1alpha2.JobSet{}
 	example(t, "jobset-by-replica.yaml", ns, byReplica)
