@@ -68,11 +68,14 @@ import (
 //
 // HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development); HB_PEERS_SCHEDULERS=a,b runs
 // only the named rows (its own results section and picture, so runs of different rows at one size
-// are kept apart); HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
+// are kept apart); HB_PEERS_SUBGROUPS=N splits every gang into sub-groups of N pods, each required
+// inside one tier-1 HyperNode (hyperbatch: subGroupPolicy; Kueue: two-level podset slices; the
+// pinned Volcano v1.14.0-alpha.0 has no sub-groups, so run it with HB_PEERS_SCHEDULERS=hyperbatch,kueue),
+// and reports the share of the placed gangs' sub-groups inside one tier-1 HyperNode; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
 // Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
 // (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the
 // section "scheduler <size>[ <rows>]" of bench/results/peers.txt and the picture
-// bench/results/placement-<size>[-<rows>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
+// bench/results/placement-<size>[-<rows>][-subgroups<N>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
 // SIGTERM stops every process the benchmark started (they run in process groups of their own)
 // before it exits.
 
