@@ -249,7 +249,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if tj != nil {
 		if _, err := trainJobSubGroups(&js, tj); err != nil {
 			r.invalidTrainJobGang(&js, tj, "no PodGroup: "+err.Error())
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, nil //nolint:nilerr // bad input (the Events name the annotation and the fix): a retry cannot help
 		}
 		shaped = withSubGroupAnnotations(&js, tj)
 	}

@@ -122,7 +122,7 @@ func (r *Reconciler) subGroupTrainerPodGroup(ctx context.Context, js *jobsetv1al
 	want, err := trainJobSubGroups(js, tj)
 	if err != nil {
 		r.invalidTrainJobGang(js, tj, "Trainer's PodGroup gets no sub-groups: "+err.Error())
-		return nil
+		return nil //nolint:nilerr // bad input (the Events name the annotation and the fix): a retry cannot help
 	}
 	if len(want) == 0 || equality.Semantic.DeepEqual(want, pg.Spec.SubGroupPolicy) {
 		return nil

@@ -90,9 +90,10 @@ func inSpine1(t *testing.T, what string, parts map[string]map[int]bool) {
 	}
 }
 
-// boundRacks waits until the JobSet's want pods are bound and returns the racks of each sub-group,
+// boundRacks waits until the JobSet's 8 pods are bound and returns the racks of each sub-group,
 // named by part(pod).
-func boundRacks(t *testing.T, ns, name string, want int, rackOf map[string]int, part func(corev1.Pod) string) map[string]map[int]bool {
+func boundRacks(t *testing.T, ns, name string, rackOf map[string]int, part func(corev1.Pod) string) map[string]map[int]bool {
+	const want = 8
 	t.Helper()
 	var pods []corev1.Pod
 	framework.Eventually(t, 2*wait, fmt.Sprintf("%d bound pods of JobSet %s", want, name), func(ctx context.Context) (bool, error) {
@@ -173,20 +174,20 @@ func TestSubGroupWaysIn(t *testing.T) {
 	require.Equal(t, int32(4), *p.SubGroupSize)
 	require.Equal(t, []string{jobsetv1alpha2.JobIndexKey}, p.MatchLabelKeys)
 	require.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
-	inSpine1(t, "Job", boundRacks(t, ns, byReplica.Name, 8, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] }))
-	requireEvent(t, cs, ns, byReplica.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
+	inSpine1(t, "Job", boundRacks(t, ns, byReplica.Name, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] }))
+	requireGangScheduled(t, cs, ns, byReplica.Name, "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
 	removeJobSet(t, byReplica)
 
 	byPods := &jobsetv1alpha2.JobSet{}
 	example(t, "jobset-by-pods.yaml", ns, byPods)
 	require.NoError(t, env.Client.Create(ctx, byPods))
-	inSpine1(t, "completion indexes", boundRacks(t, ns, byPods.Name, 8, rackOf, func(p corev1.Pod) string {
+	inSpine1(t, "completion indexes", boundRacks(t, ns, byPods.Name, rackOf, func(p corev1.Pod) string {
 		if p.Labels[batchv1.JobCompletionIndexAnnotation] < "4" {
 			return "c0"
 		}
 		return "c1"
 	}))
-	requireEvent(t, cs, ns, byPods.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
+	requireGangScheduled(t, cs, ns, byPods.Name, "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
 	removeJobSet(t, byPods)
 
 	volcanoJobPartitions(t, cs, rackOf)
@@ -272,11 +273,12 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 		parts[part][rackOf[p.Spec.NodeName]] = true
 	}
 	inSpine1(t, "partition", parts)
-	requireEvent(t, cs, ns, pg.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
+	requireGangScheduled(t, cs, ns, pg.Name, "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
 }
 
-// requireEvent waits for an Event on the PodGroup with the reason and every fragment in its note.
-func requireEvent(t *testing.T, cs kubernetes.Interface, ns, pg, reason string, fragments ...string) {
+// requireGangScheduled waits for a GangScheduled Event on the PodGroup with every fragment in its note.
+func requireGangScheduled(t *testing.T, cs kubernetes.Interface, ns, pg string, fragments ...string) {
+	const reason = "GangScheduled"
 	t.Helper()
 	var notes []string
 	framework.Eventually(t, wait, fmt.Sprintf("a %s Event on PodGroup %s with %q", reason, pg, fragments), func(ctx context.Context) (bool, error) {

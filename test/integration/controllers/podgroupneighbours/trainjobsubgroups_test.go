@@ -279,14 +279,14 @@ func TestTrainJobSubGroups(t *testing.T) {
 		require.NotNil(t, p.NetworkTopology)
 		assert.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
 	}
-	inSpine1(t, "ranks", boundRacks(t, ns, tj.GetName(), 8, rackOf, rankBlock))
+	inSpine1(t, "ranks", boundRacks(t, ns, tj.GetName(), rackOf, rankBlock))
 	policyRV, created := order.snapshot()
 	require.NotZero(t, policyRV)
 	require.Len(t, created, 8)
 	for p, rv := range created {
 		assert.Greater(t, rv, policyRV, "pod %s was created (resourceVersion %d) before the PodGroup had its sub-groups (%d)", p, rv, policyRV)
 	}
-	requireEvent(t, cs, ns, pg.Name, "GangScheduled", "placed in HyperNode "+prefix+"-spine-1 (tier 2)",
+	requireGangScheduled(t, cs, ns, pg.Name, "placed in HyperNode "+prefix+"-spine-1 (tier 2)",
 		"node-c0[0] in "+prefix+"-rack-", "node-c1[0] in "+prefix+"-rack-")
 	trainJobEvent(t, ns, tj.GetName(), podgroup.ReasonSubGroupsWritten, "subGroupPolicy node-c0 (4 pods), node-c1 (4 pods)")
 	removeTrainJob(t, tj)
@@ -308,7 +308,7 @@ func TestTrainJobSubGroups(t *testing.T) {
 	})
 	assert.Equal(t, "JobSet", metav1.GetControllerOf(jpg).Kind, "the PodGroup is hyperbatch's, for the JobSet")
 	assert.Equal(t, pg.Spec.SubGroupPolicy, jpg.Spec.SubGroupPolicy)
-	inSpine1(t, "ranks", boundRacks(t, ns, viaJobSet.GetName(), 8, rackOf, rankBlock))
+	inSpine1(t, "ranks", boundRacks(t, ns, viaJobSet.GetName(), rackOf, rankBlock))
 	removeTrainJob(t, viaJobSet)
 
 	// Bad values.
