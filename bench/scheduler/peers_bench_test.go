@@ -745,6 +745,9 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 			for r := range work {
 				pod := peerPod(ns, fmt.Sprintf("%s-%03d", r.gang, r.i), r.gang, s.schedulerName)
 				if r.sub > 0 {
+					if pod.Labels == nil {
+						pod.Labels = map[string]string{}
+					}
 					pod.Labels[peerSubGroupLabel] = fmt.Sprint(r.i / r.sub)
 				}
 				if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
