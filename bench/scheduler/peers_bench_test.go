@@ -278,6 +278,9 @@ func BenchmarkPeers(b *testing.B) {
 				if only != "" {
 					rows = " HB_PEERS_SCHEDULERS=" + only
 				}
+				if sub := peerSubGroupSize(); sub > 0 {
+					rows += fmt.Sprintf(" HB_PEERS_SUBGROUPS=%d", sub)
+				}
 				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s\n"+
 					"# bench-run env HB_PEERS_SIZES=%s%s HB_PEERS_TIMEOUT=%s make bench-peers\n",
 					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second),
