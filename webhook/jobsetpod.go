@@ -6,12 +6,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
@@ -56,9 +58,12 @@ func (d *deps) jobSetPodGate() admission.Handler {
 				return nil
 			}
 			key := client.ObjectKey{Namespace: c.ns.Name, Name: name}
-			ok, err := d.podGroupExists(ctx, key)
-			if err != nil || ok {
+			pg, err := d.podGroupOf(ctx, key)
+			if err != nil {
 				return err
+			}
+			if pg != nil {
+				return d.subGroupsGate(ctx, c, pg)
 			}
 			var js jobsetv1alpha2.JobSet
 			if err := d.reader.Get(ctx, key, &js); err != nil {
@@ -80,8 +85,9 @@ func (d *deps) jobSetPodGate() admission.Handler {
 	}
 }
 
-// podGroupExists reads the PodGroup from the cache, then, on a miss, from the apiserver.
-func (d *deps) podGroupExists(ctx context.Context, key client.ObjectKey) (bool, error) {
+// podGroupOf reads the PodGroup from the cache, then, on a miss, from the apiserver; nil when it
+// does not exist.
+func (d *deps) podGroupOf(ctx context.Context, key client.ObjectKey) (*schedulingv1beta1.PodGroup, error) {
 	for _, r := range []reader{d.reader, d.live} {
 		if r == nil {
 			continue
@@ -89,11 +95,58 @@ func (d *deps) podGroupExists(ctx context.Context, key client.ObjectKey) (bool, 
 		var pg schedulingv1beta1.PodGroup
 		err := r.Get(ctx, key, &pg)
 		if err == nil {
-			return true, nil
+			return &pg, nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("reading PodGroup %s: %w", key, err)
+			return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
 		}
 	}
-	return false, nil
+	return nil, nil
+}
+
+// ReasonSubGroupsMissing starts the gate's denial message for a pod of a TrainJob that asks for
+// sub-groups while Trainer's PodGroup does not have them yet.
+const ReasonSubGroupsMissing = "SubGroupsMissing"
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get
+
+// subGroupsGate refuses a pod of Kubeflow Trainer's PodGroup (podGroupPolicy.volcano) while the
+// PodGroup has no subGroupPolicy and its TrainJob asks for sub-groups (hyperbatch.dev/subgroup-by on
+// the TrainJob, or on its JobSet from the runtime's template: defaults.TrainJobSubGroupAnnotations):
+// Trainer applies the PodGroup without them and controllers/podgroup writes them once the TrainJob's
+// JobSet exists, which also starts the pods' creation, so nothing else orders the two. A pod placed
+// before would be placed without its sub-group. The TrainJob is read from the apiserver, and only
+// for such a PodGroup.
+func (d *deps) subGroupsGate(ctx context.Context, c *checker, pg *schedulingv1beta1.PodGroup) error {
+	if len(pg.Spec.SubGroupPolicy) > 0 || !defaults.TrainJobOwned(pg) {
+		return nil
+	}
+	ref := metav1.GetControllerOfNoCopy(pg)
+	r := d.live
+	if r == nil {
+		r = d.reader
+	}
+	tj := defaults.NewTrainJob()
+	if err := r.Get(ctx, client.ObjectKey{Namespace: pg.Namespace, Name: ref.Name}, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading TrainJob %s/%s, the controller of PodGroup %s: %w", pg.Namespace, ref.Name, pg.Name, err)
+	}
+	if tj.GetUID() != ref.UID || tj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	var js jobsetv1alpha2.JobSet
+	if err := d.reader.Get(ctx, client.ObjectKeyFromObject(pg), &js); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading JobSet %s/%s from the cache: %w", pg.Namespace, pg.Name, err)
+	}
+	if _, asks := defaults.TrainJobSubGroupAnnotations(tj.GetAnnotations(), js.Annotations)[hbv1.SubGroupByAnnotation]; !asks {
+		return nil
+	}
+	c.errs = append(c.errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(defaults.GroupNameAnnotation), fmt.Sprintf(
+		"%s: PodGroup %s/%s of TrainJob %s has no subGroupPolicy yet, which the TrainJob's annotation %s asks for; hyperbatch's podgroup "+
+			"controller writes it once the TrainJob's JobSet exists, and the Job controller retries this pod. If this lasts, read the "+
+			"TrainJob's Events (InvalidGang names a bad sub-group annotation and the fix)",
+		ReasonSubGroupsMissing, pg.Namespace, pg.Name, tj.GetName(), hbv1.SubGroupByAnnotation)))
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -122,4 +124,35 @@ func TestJobSetPodGateEntry(t *testing.T) {
 	for _, w := range vwc.Webhooks {
 		assert.NotEqual(t, JobSetPodGateEntryName, w.Name, "no gate without the JobSet kind")
 	}
+}
+
+// A pod of Trainer's PodGroup (controlled by a TrainJob) waits while its TrainJob asks for
+// sub-groups and the PodGroup has none yet; it passes once they are there, and at once when the
+// TrainJob asks for none.
+func TestJobSetPodGateWaitsForTrainJobSubGroups(t *testing.T) {
+	ns := namespace("a", nil, nil)
+	tj := trainJobObj(map[string]string{hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "4"})
+	tj.SetUID("tj-uid")
+	plain := trainJobObj(nil)
+	plain.SetName("plain")
+	plain.SetUID("plain-uid")
+	ref := func(name, uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: defaults.TrainJobGVK.GroupVersion().String(), Kind: defaults.TrainJobGVK.Kind,
+			Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+	}
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "llm", OwnerReferences: ref("llm", "tj-uid")}}
+	plainPG := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "plain", OwnerReferences: ref("plain", "plain-uid")}}
+	d := testDeps(t, ns, tj, plain, pg, plainPG)
+	gate := d.handlers([]Kind{KindJobSet})[ValidateJobSetPodPath]
+
+	resp := gate.Handle(t.Context(), request(t, KindPod, admissionv1.Create, gatePod("llm", "llm"), nil))
+	wantDenied(t, resp, http.StatusUnprocessableEntity, ReasonSubGroupsMissing, "PodGroup a/llm of TrainJob llm has no subGroupPolicy yet",
+		"annotation hyperbatch.dev/subgroup-by", "retries")
+	resp = gate.Handle(t.Context(), request(t, KindPod, admissionv1.Create, gatePod("plain", "plain"), nil))
+	assert.True(t, resp.Allowed, "a TrainJob without sub-groups: denied: %+v", resp.Result)
+
+	pg.Spec.SubGroupPolicy = []schedulingv1beta1.SubGroupPolicySpec{{Name: "node-c0"}}
+	require.NoError(t, d.reader.(client.Client).Update(t.Context(), pg))
+	resp = gate.Handle(t.Context(), request(t, KindPod, admissionv1.Create, gatePod("llm", "llm"), nil))
+	assert.True(t, resp.Allowed, "denied with the sub-groups present: %+v", resp.Result)
 }

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,6 +82,15 @@ func (d *deps) trainJobValidator() *validator[*unstructured.Unstructured] {
 				}
 			}
 			c.lifecycleAnnotations(withoutDeadlineAnnotation(tj), withoutDeadlineAnnotation(old), update)
+			// The sub-group annotations, as far as they can be judged without the JobSet's shape (the
+			// podgroup controller judges the rest, with an InvalidGang Event). On UPDATE only when
+			// they change, so a TrainJob admitted before is never stuck.
+			ann := defaults.TrainJobSubGroupAnnotations(tj.GetAnnotations(), nil)
+			if !update || !maps.Equal(ann, defaults.TrainJobSubGroupAnnotations(old.GetAnnotations(), nil)) {
+				if _, err := defaults.ParseSubGroupAsk(ann); err != nil {
+					c.errs = append(c.errs, field.Invalid(field.NewPath("metadata", "annotations"), subGroupAnnotationsText(ann), err.Error()))
+				}
+			}
 			return nil
 		},
 	}
@@ -103,4 +113,15 @@ func withoutDeadlineAnnotation(tj *unstructured.Unstructured) *unstructured.Unst
 	delete(a, hbv1.ActiveDeadlineSecondsAnnotation)
 	cp.SetAnnotations(a)
 	return cp
+}
+
+// subGroupAnnotationsText is the sub-group annotations as "key=value" pairs in a fixed order.
+func subGroupAnnotationsText(ann map[string]string) string {
+	var parts []string
+	for _, k := range defaults.SubGroupKeys {
+		if v, ok := ann[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -72,3 +72,34 @@ func TestTrainJobAdmission(t *testing.T) {
 	assert.Equal(t, "team-a", q)
 	assert.Equal(t, int64(604800), defaults.TrainJobActiveDeadlineSeconds(out))
 }
+
+// A TrainJob's sub-group annotations are refused at once when they cannot be right whatever its
+// JobSet's shape, naming the annotation and the fix; an UPDATE that leaves them as they were is not
+// judged again.
+func TestTrainJobSubGroupAnnotations(t *testing.T) {
+	pol := builders.TeamA().AllowedQueues("team-a", "shared").Obj()
+	d := testDeps(t, pol, nsA)
+	v := d.trainJobValidator()
+	by, pods := hbv1.SubGroupByAnnotation, hbv1.SubGroupPodsAnnotation
+	for _, tc := range []struct {
+		ann  map[string]string
+		want string
+	}{
+		{map[string]string{by: "rank"}, `annotation hyperbatch.dev/subgroup-by="rank" is not "replica" or "pods": set one of them, or remove it`},
+		{map[string]string{by: "pods"}, `annotation hyperbatch.dev/subgroup-pods="" is not a positive integer: with hyperbatch.dev/subgroup-by=pods set it to the pods of each sub-group`},
+		{map[string]string{pods: "4"}, "annotation hyperbatch.dev/subgroup-pods is set without hyperbatch.dev/subgroup-by"},
+		{map[string]string{by: "pods", pods: "4", hbv1.SubGroupHighestTierAnnotation: "leaf"}, `annotation hyperbatch.dev/subgroup-highest-tier="leaf" is not a positive integer`},
+	} {
+		wantDenied(t, v.Handle(context.Background(), request(t, KindTrainJob, admissionv1.Create, trainJobObj(tc.ann), nil)),
+			http.StatusUnprocessableEntity, "metadata.annotations: Invalid value", tc.want)
+	}
+	good := trainJobObj(map[string]string{by: "pods", pods: "4", hbv1.SubGroupHighestTierAnnotation: "1"})
+	resp := v.Handle(context.Background(), request(t, KindTrainJob, admissionv1.Create, good, nil))
+	assert.True(t, resp.Allowed, "%v", resp.Result)
+
+	bad := trainJobObj(map[string]string{by: "rank"})
+	resp = v.Handle(context.Background(), request(t, KindTrainJob, admissionv1.Update, bad, bad))
+	assert.True(t, resp.Allowed, "an UPDATE that does not touch the sub-group annotations was judged: %v", resp.Result)
+	wantDenied(t, v.Handle(context.Background(), request(t, KindTrainJob, admissionv1.Update, bad, good)),
+		http.StatusUnprocessableEntity, `hyperbatch.dev/subgroup-by="rank"`)
+}

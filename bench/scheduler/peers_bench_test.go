@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,11 +68,14 @@ import (
 //
 // HB_PEERS_SIZES=100 runs a 100-node 3-tier tree only (development); HB_PEERS_SCHEDULERS=a,b runs
 // only the named rows (its own results section and picture, so runs of different rows at one size
-// are kept apart); HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
+// are kept apart); HB_PEERS_SUBGROUPS=N splits every gang into sub-groups of N pods, each required
+// inside one tier-1 HyperNode (hyperbatch: subGroupPolicy; Kueue: two-level podset slices; the
+// pinned Volcano v1.14.0-alpha.0 has no sub-groups, so run it with HB_PEERS_SCHEDULERS=hyperbatch,kueue),
+// and reports the share of the placed gangs' sub-groups inside one tier-1 HyperNode; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
 // Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
 // (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the
 // section "scheduler <size>[ <rows>]" of bench/results/peers.txt and the picture
-// bench/results/placement-<size>[-<rows>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
+// bench/results/placement-<size>[-<rows>][-subgroups<N>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
 // SIGTERM stops every process the benchmark started (they run in process groups of their own)
 // before it exits.
 
@@ -126,6 +130,8 @@ type peerRun struct {
 	rssKiB          int64           // scheduler + companion peak RSS (VmHWM) at the end of the run
 	nodesOf         map[string][]int
 	leaves          map[int][2]int // size → {leaf HyperNodes used, summed; gangs}
+	subGroups       int            // sub-groups of the placed gangs (HB_PEERS_SUBGROUPS)
+	subInRack       int            // of those, the ones whose pods are all inside one tier-1 HyperNode
 }
 
 type peerAgg struct{ runs []peerRun }
@@ -160,6 +166,12 @@ func (a peerAgg) lowestShare() float64 {
 		return 0
 	}
 	return a.sum(func(r peerRun) float64 { return float64(r.lowest) }) / g
+}
+
+// subInRackShare is the share of the placed gangs' sub-groups whose pods are all inside one tier-1
+// HyperNode (NaN without sub-groups).
+func (a peerAgg) subInRackShare() float64 {
+	return a.sum(func(r peerRun) float64 { return float64(r.subInRack) }) / a.sum(func(r peerRun) float64 { return float64(r.subGroups) })
 }
 
 func (a peerAgg) cpuPer1k() float64 {
@@ -266,6 +278,9 @@ func BenchmarkPeers(b *testing.B) {
 				if only != "" {
 					rows = " HB_PEERS_SCHEDULERS=" + only
 				}
+				if sub := peerSubGroupSize(); sub > 0 {
+					rows += fmt.Sprintf(" HB_PEERS_SUBGROUPS=%d", sub)
+				}
 				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s\n"+
 					"# bench-run env HB_PEERS_SIZES=%s%s HB_PEERS_TIMEOUT=%s make bench-peers\n",
 					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second),
@@ -279,8 +294,9 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			for k, s := range peerScheds {
 				for _, r := range aggs[k].runs {
-					if k == peerHB && (r.partial > 0 || r.aboveHard > 0) {
-						b.Errorf("%s on %s: %d partial gangs, %d hard gangs above their highestTierAllowed", s.name, tree.label, r.partial, r.aboveHard)
+					if k == peerHB && (r.partial > 0 || r.aboveHard > 0 || r.subInRack < r.subGroups) {
+						b.Errorf("%s on %s: %d partial gangs, %d hard gangs above their highestTierAllowed, %d of %d sub-groups outside one tier-1 HyperNode",
+							s.name, tree.label, r.partial, r.aboveHard, r.subGroups-r.subInRack, r.subGroups)
 					}
 				}
 			}
@@ -292,10 +308,14 @@ func BenchmarkPeers(b *testing.B) {
 // row, "scheduler <size> <rows>" for HB_PEERS_SCHEDULERS=<rows>, so runs of different rows at one
 // size keep their own tables (each with its run's ratios).
 func peerSection(t peerTree, only string) string {
-	if only == "" {
-		return "scheduler " + t.label
+	name := "scheduler " + t.label
+	if only != "" {
+		name += " " + only
 	}
-	return "scheduler " + t.label + " " + only
+	if sub := peerSubGroupSize(); sub > 0 {
+		name += fmt.Sprintf(" subgroups=%d", sub)
+	}
+	return name
 }
 
 // peerEnv is one size's control plane.
@@ -515,7 +535,13 @@ func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {
 	if g.soft {
 		pg.SoftTopology()
 	}
-	return pg.Obj()
+	o := pg.Obj()
+	if g.sub > 0 {
+		// Each sub-group of g.sub pods (the pods' sub-group label) hard inside one tier-1 HyperNode.
+		o.Spec.SubGroupPolicy = []schedulingv1beta1.SubGroupPolicySpec{{Name: "sg", SubGroupSize: ptr.To(int32(g.sub)),
+			MatchLabelKeys: []string{peerSubGroupLabel}, NetworkTopology: builders.HardTier(1)}}
+	}
+	return o
 }
 
 func peerPod(ns, name, group, scheduler string) *corev1.Pod {
@@ -641,6 +667,9 @@ type finalPlacement struct {
 	at    time.Time        // when the List was read
 	nodes map[string][]int // gang → the tree indexes of its bound members' nodes
 	pods  int              // bound pods
+	// index is, per gang, each bound member's node (tree index) by the member's index in the gang
+	// (memberIndex).
+	index map[string]map[int]int
 }
 
 // finalBound lists the namespace's pods once (a quorum read, after the run's watch stopped): the
@@ -652,14 +681,34 @@ func finalBound(cs kubernetes.Interface, t peerTree, ns string) (finalPlacement,
 	if err != nil {
 		return finalPlacement{}, fmt.Errorf("listing the bound pods of %s at the end of the run: %w", ns, err)
 	}
-	f := finalPlacement{at: time.Now(), nodes: map[string][]int{}}
+	f := finalPlacement{at: time.Now(), nodes: map[string][]int{}, index: map[string]map[int]int{}}
 	for i := range l.Items {
 		pod := &l.Items[i]
 		g := pod.Annotations[gang.GroupNameAnnotation]
-		f.nodes[g] = append(f.nodes[g], t.index(pod.Spec.NodeName))
+		node := t.index(pod.Spec.NodeName)
+		f.nodes[g] = append(f.nodes[g], node)
 		f.pods++
+		if f.index[g] == nil {
+			f.index[g] = map[int]int{}
+		}
+		if ix, ok := memberIndex(pod, g); ok {
+			f.index[g][ix] = node
+		}
 	}
 	return f, nil
+}
+
+// memberIndex is a bound pod's index in its gang: the completion index of a Kueue run's Job pod,
+// or the suffix of the name peerPod gave it (<gang>-<i>).
+func memberIndex(pod *corev1.Pod, gangName string) (int, bool) {
+	if v, ok := pod.Labels[batchv1.JobCompletionIndexAnnotation]; ok {
+		var i int
+		_, err := fmt.Sscanf(v, "%d", &i)
+		return i, err == nil
+	}
+	var i int
+	_, err := fmt.Sscanf(strings.TrimPrefix(pod.Name, gangName+"-"), "%d", &i)
+	return i, err == nil
 }
 
 // workload submits the gangs in order (PodGroup, then its pods through peerCreators creators),
@@ -686,8 +735,8 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 	go st.follow(ctx, p.cs, ns)
 	created := make(map[string]time.Time, len(gangs))
 	type podRef struct {
-		gang string
-		i    int
+		gang   string
+		i, sub int
 	}
 	work := make(chan podRef, 256)
 	errs := make(chan error, peerCreators+1)
@@ -697,7 +746,14 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, peerPod(ns, fmt.Sprintf("%s-%03d", r.gang, r.i), r.gang, s.schedulerName), metav1.CreateOptions{}); err != nil {
+				pod := peerPod(ns, fmt.Sprintf("%s-%03d", r.gang, r.i), r.gang, s.schedulerName)
+				if r.sub > 0 {
+					if pod.Labels == nil {
+						pod.Labels = map[string]string{}
+					}
+					pod.Labels[peerSubGroupLabel] = fmt.Sprint(r.i / r.sub)
+				}
+				if _, err := p.cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -721,7 +777,7 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 			break
 		}
 		for i := 0; i < g.size; i++ {
-			work <- podRef{g.name, i}
+			work <- podRef{g.name, i, g.sub}
 		}
 	}
 	close(work)
@@ -796,6 +852,23 @@ func (p *peerEnv) workload(s peerSched, sched *framework.Process) peerRun {
 		}
 		v := r.leaves[g.size]
 		r.leaves[g.size] = [2]int{v[0] + len(leaves), v[1] + 1}
+		if g.sub > 0 {
+			// Sub-group k is members k*sub … (k+1)*sub-1 (hyperbatch's sub-group label; Kueue's
+			// slices of consecutive completion indexes).
+			racks := map[int]map[int]bool{}
+			for ix, n := range final.index[g.name] {
+				if racks[ix/g.sub] == nil {
+					racks[ix/g.sub] = map[int]bool{}
+				}
+				racks[ix/g.sub][n/p.tree.span(1)] = true
+			}
+			for k := 0; k < g.size/g.sub; k++ {
+				r.subGroups++
+				if len(racks[k]) == 1 {
+					r.subInRack++
+				}
+			}
+		}
 	}
 	p.cleanup(s, ns)
 	return r
@@ -814,6 +887,16 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 	}
 	fmt.Fprintf(&sb, "## size %s: %d nodes (8 CPU each), %d HyperNodes in %d tiers (setup %s); workload %d gangs (%d soft), %d pods of 1 CPU; runs in the order %s\n",
 		t.label, t.nodes, t.hyperNodes(), t.tiers(), setup.Round(time.Second), len(gangs), soft, pods, orderNames(aggs))
+	if sub := peerSubGroupSize(); sub > 0 {
+		subs := 0
+		for _, g := range gangs {
+			subs += g.size / g.sub
+		}
+		fmt.Fprintf(&sb, "## sub-groups: every gang split into %d sub-groups of %d pods (a gang of fewer pods is one), each required inside one tier-1 HyperNode of %d nodes (%d pods); "+
+			"hyperbatch: PodGroup subGroupPolicy (matchLabelKeys on the pods' index / %d, networkTopology hard, highestTierAllowed 1); kueue: the Job's pod template "+
+			"kueue.x-k8s.io/podset-slice-required-topology %s and podset-slice-size (consecutive completion indexes)\n",
+			subs, sub, t.span(1), t.span(1)*t.peerSlots, sub, t.levelLabel(1))
+	}
 	fmt.Fprintf(&sb, "%-12s %9s %8s %8s %9s %8s %8s %12s %12s %10s %12s  %s\n", "scheduler", "pods/s", "p50-s", "p99-s", "lowest-%", "partial", "unplaced",
 		"cpu-s/1kpod", "comp-cpu/1k", "rss-MiB", "rss-MiB/1k", "bind spread p99 / racks per gang by size / runs pods/s")
 	for k, s := range peerScheds {
@@ -849,6 +932,16 @@ func peerReport(t peerTree, setup time.Duration, aggs []peerAgg) string {
 		return fmt.Sprintf("%.2fx", x/y)
 	}
 	partial := func(a peerAgg) int { return int(a.sum(func(r peerRun) float64 { return float64(r.partial) })) }
+	if peerSubGroupSize() > 0 {
+		for k, s := range peerScheds {
+			a := aggs[k]
+			if len(a.runs) == 0 {
+				continue
+			}
+			fmt.Fprintf(&sb, "sub-groups %-12s %.1f%% inside one tier-1 HyperNode (%d of %d sub-groups of the placed gangs, over %d runs)\n", s.name, 100*a.subInRackShare(),
+				int(a.sum(func(r peerRun) float64 { return float64(r.subInRack) })), int(a.sum(func(r peerRun) float64 { return float64(r.subGroups) })), len(a.runs))
+		}
+	}
 	h := aggs[peerHB]
 	for _, k := range []int{peerVolcano, peerKueue} {
 		v := aggs[k]

@@ -74,6 +74,10 @@ const (
 	kueueQueueName = "kueue.x-k8s.io/queue-name"
 	kueueRequired  = "kueue.x-k8s.io/podset-required-topology"
 	kueuePreferred = "kueue.x-k8s.io/podset-preferred-topology"
+	// Two-level podset slices (Kueue's TAS docs, "two-level scheduling"): each slice of
+	// podset-slice-size pods inside one domain of the podset-slice-required-topology level.
+	kueueSliceRequired = "kueue.x-k8s.io/podset-slice-required-topology"
+	kueueSliceSize     = "kueue.x-k8s.io/podset-slice-size"
 )
 
 var kueueGV = schema.GroupVersion{Group: "kueue.x-k8s.io", Version: "v1beta2"}
@@ -177,6 +181,12 @@ func (p *peerEnv) kueueJob(ns string, g peerGang) *batchv1.Job {
 		Request(corev1.ResourceCPU, "1").Request(corev1.ResourceMemory, "64Mi").Limit(corev1.ResourceCPU, "1").Limit(corev1.ResourceMemory, "64Mi").
 		Annotation(key, p.tree.levelLabel(g.tier)).Annotation(gang.GroupNameAnnotation, g.name).Obj()
 	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	if g.sub > 0 {
+		// Kueue's two-level TAS: each slice of g.sub pods (consecutive completion indexes) inside one
+		// domain of the tier-1 level, the podset under the gang's own annotation above.
+		tmpl.Annotations[kueueSliceRequired] = p.tree.levelLabel(1)
+		tmpl.Annotations[kueueSliceSize] = fmt.Sprint(g.sub)
+	}
 	return builders.MakeJob(ns, g.name, int32(g.size), tmpl).Label(kueueQueueName, kueueQueue).Obj()
 }
 

@@ -58,6 +58,9 @@ func writePlacementSVG(t peerTree, only string, aggs []peerAgg) error {
 	if only != "" {
 		name += "-" + strings.ReplaceAll(only, ",", "-")
 	}
+	if sub := peerSubGroupSize(); sub > 0 {
+		name += fmt.Sprintf("-subgroups%d", sub)
+	}
 	path := filepath.Join(framework.RepoRoot(), "bench", "results", name+".svg")
 	return os.WriteFile(path, []byte(svg), 0o644)
 }

@@ -189,6 +189,23 @@ type peerGang struct {
 	size int
 	soft bool
 	tier int // highestTierAllowed of a hard gang: the lowest tier that holds it on empty nodes
+	sub  int // pods of each sub-group (HB_PEERS_SUBGROUPS), each hard inside one tier-1 HyperNode; 0: none
+}
+
+// peerSubGroupLabel is the label that names a pod's sub-group (its index in the gang / sub) on the
+// pods of hyperbatch's runs; Kueue's slices are consecutive completion indexes of its Job.
+const peerSubGroupLabel = "bench.hyperbatch.dev/sub-group"
+
+// peerSubGroupSize is HB_PEERS_SUBGROUPS: split every gang into sub-groups of that many pods (a gang
+// smaller than that is one sub-group), each required inside one tier-1 HyperNode (a rack), the gang
+// keeping its own constraint; 0 (unset) for gangs without sub-groups. It must divide every gang size
+// larger than itself (8, 32, 128).
+func peerSubGroupSize() int {
+	var n int
+	if _, err := fmt.Sscanf(os.Getenv("HB_PEERS_SUBGROUPS"), "%d", &n); err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
 
 const (
@@ -208,6 +225,9 @@ func peerWorkload(t peerTree) []peerGang {
 			mode = "s"
 		}
 		out[i] = peerGang{name: fmt.Sprintf("g%03d-%d%s", i, s, mode), size: s, soft: soft, tier: t.emptyTier(s)}
+		if sub := peerSubGroupSize(); sub > 0 {
+			out[i].sub = min(sub, s)
+		}
 	}
 	return out
 }

@@ -69,15 +69,29 @@ const (
 // Serves are the kinds whose PodGroup this controller makes.
 var Serves = []defaults.Kind{defaults.KindJobSet}
 
+// SubGroupKinds are the kinds whose hyperbatch.dev/subgroup-* annotations this controller turns into
+// the PodGroup's subGroupPolicy: a JobSet's own, and a TrainJob's (into Trainer's PodGroup, or into
+// the one this controller makes for its JobSet).
+var SubGroupKinds = []defaults.Kind{defaults.KindJobSet, defaults.KindTrainJob}
+
 // CheckRegistry fails when the kind registry (internal/workload) says hyperbatch makes the PodGroup
-// of a kind this controller does not serve, or the other way round.
+// of a kind this controller does not serve, or turns the sub-group annotations of a kind into
+// sub-groups that this controller does not, or the other way round.
 func CheckRegistry() error {
-	var claimed []defaults.Kind
+	var claimed, subGroups []defaults.Kind
 	for _, w := range workload.Gangs(workload.MadeByHyperbatch) {
 		claimed = append(claimed, w.Kind)
 	}
 	if !slices.Equal(claimed, Serves) {
 		return fmt.Errorf("%s: the kind registry says hyperbatch makes the PodGroups of %v, but this controller serves %v", ControllerName, claimed, Serves)
+	}
+	for _, w := range workload.All() {
+		if w.Gang != nil && w.Gang.SubGroupAnnotations {
+			subGroups = append(subGroups, w.Kind)
+		}
+	}
+	if !slices.Equal(subGroups, SubGroupKinds) {
+		return fmt.Errorf("%s: the kind registry says the sub-group annotations of %v become sub-groups, but this controller serves those of %v", ControllerName, subGroups, SubGroupKinds)
 	}
 	return nil
 }
@@ -177,9 +191,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else if !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, fmt.Errorf("reading PodGroup %s: %w", req.NamespacedName, err)
 	}
+	// A TrainJob's JobSet takes its sub-group annotations from the TrainJob (Trainer does not copy the
+	// TrainJob's metadata onto it).
+	var tj *unstructured.Unstructured
+	if defaults.TrainJobOwned(&js) {
+		var err error
+		if tj, err = r.trainJobOf(ctx, &js); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if have != nil && !metav1.IsControlledBy(have, &js) {
 		if trainerPodGroup(&js, have) {
 			r.reportPhase(&js, have)
+			if err := r.subGroupTrainerPodGroup(ctx, &js, tj, have); err != nil {
+				return reconcile.Result{}, err
+			}
 			return reconcile.Result{}, r.priceTrainerPodGroup(ctx, &js, have)
 		}
 		r.warnForeign(&js, have)
@@ -188,10 +214,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if have != nil {
 		r.reportPhase(&js, have)
 	}
-	if have == nil && defaults.TrainJobOwned(&js) {
+	if have == nil && tj != nil {
 		// Trainer writes a TrainJob's JobSet and its PodGroup in no fixed order: a PodGroup of ours
 		// made first would take the name of the one Trainer is about to apply.
-		mine, err := r.trainerMakesPodGroup(ctx, &js)
+		mine, err := r.trainerMakesPodGroup(ctx, tj)
 		if err != nil || mine {
 			return reconcile.Result{}, err
 		}
@@ -219,7 +245,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	want, skips, err := Desired(&js, ns, pols, adm)
+	shaped := &js
+	if tj != nil {
+		if _, err := trainJobSubGroups(&js, tj); err != nil {
+			r.invalidTrainJobGang(&js, tj, "no PodGroup: "+err.Error())
+			return reconcile.Result{}, nil //nolint:nilerr // bad input (the Events name the annotation and the fix): a retry cannot help
+		}
+		shaped = withSubGroupAnnotations(&js, tj)
+	}
+	want, skips, err := Desired(shaped, ns, pols, adm)
 	if err != nil {
 		// Bad input: the user must fix the JobSet; a retry cannot help. The message names the field.
 		r.recorder.Event(&js, corev1.EventTypeWarning, ReasonInvalidGang, "no PodGroup: "+err.Error())

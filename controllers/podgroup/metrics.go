@@ -10,7 +10,7 @@ import (
 var (
 	writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hyperbatch_podgroup_writes_total",
-		Help: "PodGroup writes by the podgroup controller, by operation (apply, delete, price: minResources of Trainer's PodGroup) and result (ok, error).",
+		Help: "PodGroup writes by the podgroup controller, by operation (apply, delete, price: minResources of Trainer's PodGroup; subgroups: its subGroupPolicy) and result (ok, error).",
 	}, []string{"operation", "result"})
 	foreign = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "hyperbatch_podgroup_foreign_total",

@@ -3,7 +3,6 @@ package podgroup
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +11,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1alpha1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // maxSubGroupPolicies bounds the policies one JobSet's sub-groups make (hyperbatch.dev/subgroup-by
@@ -37,38 +37,17 @@ const completionIndexLabel = batchv1.JobCompletionIndexAnnotation
 //
 // A bad annotation is an error naming it and the fix.
 func SubGroups(js *jobsetv1alpha2.JobSet) ([]schedulingv1beta1.SubGroupPolicySpec, error) {
-	by, ok := js.Annotations[hbv1alpha1.SubGroupByAnnotation]
-	if !ok {
-		for _, k := range []string{hbv1alpha1.SubGroupPodsAnnotation, hbv1alpha1.SubGroupNetworkTopologyModeAnnotation, hbv1alpha1.SubGroupHighestTierAnnotation} {
-			if _, set := js.Annotations[k]; set {
-				return nil, fmt.Errorf("annotation %s is set without %s: add %s=%s or %s, or remove it", k, hbv1alpha1.SubGroupByAnnotation,
-					hbv1alpha1.SubGroupByAnnotation, hbv1alpha1.SubGroupByReplica, hbv1alpha1.SubGroupByPods)
-			}
-		}
-		return nil, nil
-	}
-	nt, err := subGroupTopology(js)
-	if err != nil {
+	return SubGroupsFor(js, js.Annotations)
+}
+
+// SubGroupsFor is SubGroups with the sub-group annotations read from ann instead of the JobSet's:
+// a TrainJob's JobSet takes them from the TrainJob (defaults.TrainJobSubGroupAnnotations).
+func SubGroupsFor(js *jobsetv1alpha2.JobSet, ann map[string]string) ([]schedulingv1beta1.SubGroupPolicySpec, error) {
+	ask, err := defaults.ParseSubGroupAsk(ann)
+	if err != nil || ask == nil {
 		return nil, err
 	}
-	var size int64
-	switch by {
-	case hbv1alpha1.SubGroupByReplica:
-		if v, set := js.Annotations[hbv1alpha1.SubGroupPodsAnnotation]; set {
-			return nil, fmt.Errorf("annotation %s=%q is for %s=%s: remove it, or set %s=%s", hbv1alpha1.SubGroupPodsAnnotation, v,
-				hbv1alpha1.SubGroupByAnnotation, hbv1alpha1.SubGroupByPods, hbv1alpha1.SubGroupByAnnotation, hbv1alpha1.SubGroupByPods)
-		}
-	case hbv1alpha1.SubGroupByPods:
-		v := js.Annotations[hbv1alpha1.SubGroupPodsAnnotation]
-		size, err = strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if err != nil || size < 1 {
-			return nil, fmt.Errorf("annotation %s=%q is not a positive integer: with %s=%s set it to the pods of each sub-group", hbv1alpha1.SubGroupPodsAnnotation, v,
-				hbv1alpha1.SubGroupByAnnotation, hbv1alpha1.SubGroupByPods)
-		}
-	default:
-		return nil, fmt.Errorf("annotation %s=%q is not %q or %q: set one of them, or remove it", hbv1alpha1.SubGroupByAnnotation, by,
-			hbv1alpha1.SubGroupByReplica, hbv1alpha1.SubGroupByPods)
-	}
+	by, size, nt := ask.By, ask.Pods, ask.NetworkTopology
 	var out []schedulingv1beta1.SubGroupPolicySpec
 	for i := range js.Spec.ReplicatedJobs {
 		rj := &js.Spec.ReplicatedJobs[i]
@@ -130,28 +109,4 @@ func in(key string, from, n int64) metav1.LabelSelectorRequirement {
 		vals = append(vals, strconv.FormatInt(v, 10))
 	}
 	return metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: vals}
-}
-
-// subGroupTopology is each sub-group's networkTopology from the JobSet's annotations (nil: none).
-func subGroupTopology(js *jobsetv1alpha2.JobSet) (*schedulingv1beta1.NetworkTopologySpec, error) {
-	mode, tier := js.Annotations[hbv1alpha1.SubGroupNetworkTopologyModeAnnotation], js.Annotations[hbv1alpha1.SubGroupHighestTierAnnotation]
-	if mode == "" && tier == "" {
-		return nil, nil
-	}
-	if mode == "" {
-		mode = string(schedulingv1beta1.HardNetworkTopologyMode)
-	}
-	nt := &schedulingv1beta1.NetworkTopologySpec{Mode: schedulingv1beta1.NetworkTopologyMode(mode)}
-	if nt.Mode != schedulingv1beta1.HardNetworkTopologyMode && nt.Mode != schedulingv1beta1.SoftNetworkTopologyMode {
-		return nil, fmt.Errorf("annotation %s=%q is not %q or %q: set one of them, or remove it", hbv1alpha1.SubGroupNetworkTopologyModeAnnotation, mode,
-			schedulingv1beta1.HardNetworkTopologyMode, schedulingv1beta1.SoftNetworkTopologyMode)
-	}
-	if tier != "" {
-		t, err := strconv.Atoi(strings.TrimSpace(tier))
-		if err != nil || t < 1 {
-			return nil, fmt.Errorf("annotation %s=%q is not a positive integer: set the highest HyperNode tier each sub-group may span, or remove it", hbv1alpha1.SubGroupHighestTierAnnotation, tier)
-		}
-		nt.HighestTierAllowed = &t
-	}
-	return nt, nil
 }

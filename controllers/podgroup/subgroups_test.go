@@ -21,6 +21,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
+	"github.com/hyperbatch/hyperbatch/internal/defaults"
 )
 
 // subGroupsOf matches the pods the JobSet and Job controllers would create (their labels) to the
@@ -158,4 +159,38 @@ func TestSubGroupExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A TrainJob's JobSet (Trainer's shape: one replicatedJob of numNodes pods, a node's rank its
+// completion index) takes its sub-groups from the TrainJob's annotations: each N ranks in rank order
+// with "pods"; the JobSet's own annotations (from the runtime's template) only when the TrainJob sets
+// none, never mixed; a bad one is an error naming the TrainJob.
+func TestTrainJobSubGroups(t *testing.T) {
+	one := corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}
+	js := jobset(map[string]string{hbv1.SubGroupByAnnotation: hbv1.SubGroupByReplica, hbv1.SubGroupHighestTierAnnotation: "2"},
+		rjob("node", 1, ptr.To[int32](8), ptr.To[int32](8), one))
+	tj := defaults.NewTrainJob()
+	tj.SetName("llm")
+	tj.SetAnnotations(map[string]string{hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "4"})
+
+	pols, err := trainJobSubGroups(js, tj)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node-c0[0]/4", "node-c1[0]/4"}, keys(subGroupsOf(t, js, pols)))
+	for _, p := range pols {
+		assert.Nil(t, p.NetworkTopology, "the JobSet's subgroup-highest-tier was mixed into the TrainJob's ask")
+	}
+	shaped := withSubGroupAnnotations(js, tj)
+	assert.Equal(t, "pods", shaped.Annotations[hbv1.SubGroupByAnnotation])
+	assert.NotContains(t, shaped.Annotations, hbv1.SubGroupHighestTierAnnotation)
+	assert.Equal(t, "replica", js.Annotations[hbv1.SubGroupByAnnotation], "the JobSet itself was changed")
+
+	// No sub-group annotation on the TrainJob: the JobSet's own hold.
+	tj.SetAnnotations(map[string]string{"other": "x"})
+	pols, err = trainJobSubGroups(js, tj)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"node[0]/8"}, keys(subGroupsOf(t, js, pols)))
+
+	tj.SetAnnotations(map[string]string{hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "3"})
+	_, err = trainJobSubGroups(js, tj)
+	require.EqualError(t, err, "TrainJob llm: annotation hyperbatch.dev/subgroup-pods=3 does not divide the 8 pods each Job of spec.replicatedJobs[0] (node) runs at once: choose a divisor or a multiple of 8")
 }

@@ -19,7 +19,10 @@ var jobSet = Workload{
 	Title:     "JobSet",
 	Admission: Admission{Uncovered: "its defaults copy the queue into every replicated Job's pod template and derive the PodGroup's name and gang from the JobSet; not yet generated"},
 	Gang: &Gang{MadeBy: MadeByHyperbatch, OwnerAPIVersion: jobsetv1alpha2.GroupVersion.String(), OwnerKind: "JobSet", SameName: true,
-		MinMember: "every pod of every replicated Job (replicas × parallelism)"},
+		MinMember: "every pod of every replicated Job (replicas × parallelism)",
+		SubGroups: "annotations hyperbatch.dev/subgroup-by (replica: each Job; pods with hyperbatch.dev/subgroup-pods N: each N pods in completion-index order), " +
+			"hyperbatch.dev/subgroup-network-topology-mode and -highest-tier, written into its PodGroup",
+		SubGroupAnnotations: true},
 	Lifecycle: &Lifecycle{
 		Deadline: InAnnotation, TTL: InNativeField, End: EndFailedCondition,
 		Started:    typed(JobSetStart),

@@ -31,7 +31,13 @@ var trainJob = Workload{
 	// controlled by the TrainJob); without it the JobSet Trainer makes (the TrainJob's name) is
 	// hyperbatch's gang.
 	Gang: &Gang{MadeBy: MadeByTrainer, OwnerAPIVersion: defaults.TrainJobGVK.GroupVersion().String(), OwnerKind: defaults.TrainJobGVK.Kind,
-		SameName: true, MinMember: "every pod of the TrainJob (Trainer's count, podGroupPolicy.volcano); without it, its JobSet's gang", Via: defaults.KindJobSet},
+		SameName: true, MinMember: "every pod of the TrainJob (Trainer's count, podGroupPolicy.volcano); without it, its JobSet's gang", Via: defaults.KindJobSet,
+		// The TrainJob's own annotations (Trainer does not copy them onto the JobSet): per N ranks is
+		// hyperbatch.dev/subgroup-by: pods with subgroup-pods N (a node's rank is its completion
+		// index), per node group each Job of a replicatedJob (replica).
+		SubGroups: "the TrainJob's annotations hyperbatch.dev/subgroup-by (pods with hyperbatch.dev/subgroup-pods N: each N nodes in rank order; replica: each Job), " +
+			"-network-topology-mode and -highest-tier, applied to its JobSet's replicatedJobs and written into Trainer's PodGroup (podGroupPolicy.volcano) or its JobSet's",
+		SubGroupAnnotations: true},
 	CLI: CLI{Name: "trainjob", Aliases: []string{"tj"}, Why: true, Explain: true},
 }
 

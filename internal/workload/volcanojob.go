@@ -15,7 +15,8 @@ var volcanoJob = Workload{
 	Title:     "Volcano Job",
 	Admission: Admission{Uncovered: "its defaults depend on each task's pod template and on Volcano's own webhook's queue default, and its carry-over matches tasks by name; not yet generated"},
 	Gang: &Gang{MadeBy: MadeByVolcano, OwnerAPIVersion: batchv1alpha1.SchemeGroupVersion.String(), OwnerKind: "Job",
-		MinMember: "spec.minAvailable (Volcano's)"},
+		MinMember: "spec.minAvailable (Volcano's)",
+		SubGroups: "a task's partitionPolicy (Volcano v1.14), restored into its PodGroup by hyperbatch's PodGroup admission"},
 	Lifecycle: &Lifecycle{
 		Deadline: InAnnotation, TTL: InNativeField, End: EndAbortCommand,
 		Started: typed(VCJobStart),

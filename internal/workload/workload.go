@@ -77,6 +77,13 @@ type Gang struct {
 	// PodGroup of its own ("" when there is none): a TrainJob without podGroupPolicy runs as its
 	// JobSet's gang. `why KIND/NAME` looks there second.
 	Via defaults.Kind
+	// SubGroups says, in words, how the kind splits its gang into sub-groups
+	// (PodGroup.spec.subGroupPolicy, docs/scheduler.md "Ways in"); "" when it cannot.
+	SubGroups string
+	// SubGroupAnnotations: the kind's own hyperbatch.dev/subgroup-* annotations ask for sub-groups,
+	// and the JobSet gang controller writes them into the PodGroup (controllers/podgroup checks that
+	// it serves exactly these rows).
+	SubGroupAnnotations bool
 }
 
 // Where says where a lifecycle setting lives on an object.

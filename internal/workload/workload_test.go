@@ -41,6 +41,9 @@ func TestRowsAreComplete(t *testing.T) {
 			owners[key] = w.Kind
 			got, ok := workload.ByPodGroupOwner(g.OwnerAPIVersion, g.OwnerKind)
 			assert.True(t, ok && got.Kind == w.Kind, w.Kind)
+			if g.SubGroupAnnotations {
+				assert.NotEmpty(t, g.SubGroups, "%s: asks for sub-groups by annotation, but the row does not say how", w.Kind)
+			}
 			if g.Via != "" {
 				via, ok := workload.Lookup(g.Via)
 				assert.True(t, ok && via.Gang != nil, "%s: its gang is via %s, which is no gang kind", w.Kind, g.Via)

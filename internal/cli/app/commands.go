@@ -176,8 +176,10 @@ hyperbatch's deciders recorded:
   - the placement, from hyperbatch-scheduler's hyperbatch.dev/placement annotation: per tier the
     candidates, the best domain's room and free capacity against the gang's need, and what binds
     (a resource, pod slots, node constraints, the tier limit);
-  - the smallest changes that would let it go on: fewer pods, a higher tier, or waiting for a gang
-    with a known deadline.
+  - preemption: hyperbatch-scheduler's last Event about preempting for it (the domain it clears
+    and the victims it evicts, chosen in the gang's sub-group shape, or why it does not preempt);
+  - the smallest changes that would let it go on: fewer pods, a higher tier, fewer sub-groups,
+    or waiting for a gang with a known deadline or for the victims being preempted.
 
 GANG is NAME or pg/NAME (a PodGroup), vcjob/NAME, jobset/NAME, trainjob/NAME or pod/NAME, in -n's namespace.
 Exits 4 while the gang is not placed.`,
@@ -193,7 +195,7 @@ Exits 4 while the gang is not placed.`,
 				return exitcode.Usagef("why needs one namespace: give -n NAMESPACE instead of -A")
 			}
 			s, _, err := o.load(cmd.Context(), "", snapshot.PodGroups, snapshot.Queues, snapshot.PriorityClasses, snapshot.Pods,
-				snapshot.Nodes, snapshot.HyperNodes, snapshot.VolcanoJobs)
+				snapshot.Nodes, snapshot.HyperNodes, snapshot.VolcanoJobs, snapshot.Events)
 			if err != nil {
 				return err
 			}

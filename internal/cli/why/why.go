@@ -70,8 +70,28 @@ type Report struct {
 	Taints        []gangcontract.UntoleratedTaint `json:"taints,omitempty"`
 	TaintsIn      string                          `json:"taintsIn,omitempty"`
 	TaintsInNodes int                             `json:"taintsInNodes,omitempty"`
+	// Preemption is what hyperbatch-scheduler last said about preempting for the gang, from its
+	// Events on the PodGroup (nil when it said nothing, or the gang is placed).
+	Preemption *Preemption `json:"preemption,omitempty"`
 	// Changes are the smallest changes that would let the gang go on, in words.
 	Changes []string `json:"changes"`
+}
+
+// Preemption is hyperbatch-scheduler's last word on preempting for a waiting gang: a
+// GangPreempting Event (it evicts the victims it names to clear one domain), or a GangWaiting Event
+// saying that it waits for its victims to leave, or why it does not or cannot preempt.
+type Preemption struct {
+	// Evicting: the scheduler is clearing a domain for the gang (GangPreempting, or waiting for the
+	// preempted pods to leave).
+	Evicting bool   `json:"evicting"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+	// Time is when the scheduler last said it (RFC 3339).
+	Time string `json:"time"`
+	// SubGroups: the gang has a subGroupPolicy, so the victims were chosen in its shape (each
+	// required sub-group fits whole inside one HyperNode its networkTopology allows, inside the
+	// cleared domain, once they leave).
+	SubGroups bool `json:"subGroups,omitempty"`
 }
 
 // QueueState is the gang's Volcano Queue.
@@ -230,9 +250,61 @@ func Build(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup, owner string, n
 	}
 	if !r.Scheduled {
 		noteTaints(r, s, pg, topo)
+		r.Preemption = preemptionOf(s, pg)
 	}
 	r.Changes = changes(r, now)
 	return r
+}
+
+// preemptionOf is the scheduler's last Event on the PodGroup about preempting for it: GangPreempting,
+// or a GangWaiting that waits for preempted pods or says why it does not or cannot preempt. Events
+// older than the PodGroup (a former gang of the same name) are not its.
+func preemptionOf(s *snapshot.Snapshot, pg *schedulingv1beta1.PodGroup) *Preemption {
+	var best *Preemption
+	var at time.Time
+	for i := range s.Events {
+		e := &s.Events[i]
+		o := e.InvolvedObject
+		if o.Kind != "PodGroup" || o.Namespace != pg.Namespace || o.Name != pg.Name || (o.UID != "" && pg.UID != "" && o.UID != pg.UID) {
+			continue
+		}
+		evicting := e.Reason == gangcontract.ReasonGangPreempting
+		if !evicting && (e.Reason != gangcontract.ReasonGangWaiting || !preemptionWord(e.Message)) {
+			continue
+		}
+		t := eventTime(e)
+		if t.Before(pg.CreationTimestamp.Time) || (best != nil && !t.After(at)) {
+			continue
+		}
+		evicting = evicting || strings.Contains(e.Message, "preempted pod(s) to leave") || strings.Contains(e.Message, " preempts ")
+		best, at = &Preemption{Evicting: evicting, Reason: e.Reason, Message: e.Message, SubGroups: len(pg.Spec.SubGroupPolicy) > 0}, t
+		if !t.IsZero() {
+			best.Time = t.UTC().Format(time.RFC3339)
+		}
+	}
+	return best
+}
+
+// preemptionWord reports whether a GangWaiting message is PostFilter's (preemption), not PreFilter's.
+func preemptionWord(msg string) bool {
+	for _, w := range []string{"cannot preempt", "does not preempt", " preempts ", "preempted pod(s) to leave"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// eventTime is when an Event last happened: lastTimestamp, eventTime (events.k8s.io), or
+// firstTimestamp.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
 }
 
 // noteTaints fills the taints that keep the gang's pods off nodes of its best domain (the cluster
@@ -515,6 +587,13 @@ func changes(r *Report, now time.Time) []string {
 	if r.Scheduled {
 		return []string{}
 	}
+	if pr := r.Preemption; pr != nil && pr.Evicting {
+		shape := ""
+		if pr.SubGroups {
+			shape = " (victims chosen so that its required sub-groups fit whole, each in one HyperNode their networkTopology allows)"
+		}
+		out = append(out, fmt.Sprintf("wait: hyperbatch-scheduler is preempting for it%s: %s", shape, pr.Message))
+	}
 	if r.Waiting != nil && r.Waiting.Reason == "QueueCapabilityExceeded" {
 		out = append(out, fmt.Sprintf("raise Queue %s's capability, or lower the gang's minResources (the status controller: %s)", r.Queue.Name, r.Waiting.Message))
 		if h := earliest(r.Queue.Holders); h != nil {
@@ -699,6 +778,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		if err := output.Tab(w, rows); err != nil {
 			return err
+		}
+	}
+	if pr := r.Preemption; pr != nil {
+		pw.Printf("\nPreemption (hyperbatch-scheduler's %s Event at %s): %s\n", pr.Reason, orNone(pr.Time), pr.Message)
+		if pr.SubGroups && pr.Evicting {
+			pw.Println("The victims are whole gangs (or pods without one), chosen in the gang's shape: once they leave, each required sub-group fits whole inside one HyperNode its networkTopology allows, inside the cleared domain.")
 		}
 	}
 	if len(r.Changes) > 0 {

@@ -44,8 +44,9 @@ func example(t *testing.T, file, ns string, obj client.Object) {
 // racks 3-5 (tier 2), the examples' shape (make run's leaves have 4 such nodes), and binds an 8-GPU
 // filler to the first node of racks 0-2: spine-0 has 9 nodes free, room for an 8-pod gang of 8 GPUs
 // and the best fit for it as a flat gang, but no rack there holds 4 of its pods; spine-1's racks
-// hold 4 each. It returns each node's rack.
-func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string]int {
+// hold 4 each. It returns each node's rack. Nodes are <prefix>-r<rack>-n<i>, racks <prefix>-rack-<r>
+// and spines <prefix>-spine-<s>; with taint, every node carries the NoSchedule taint hb-test=<prefix>.
+func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns, prefix string, taint bool) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	rackOf := map[string]int{}
@@ -53,21 +54,25 @@ func subGroupFabric(t *testing.T, cs kubernetes.Interface, ns string) map[string
 	for r := 0; r < 6; r++ {
 		var members []topologyv1alpha1.MemberSpec
 		for i := 0; i < 4; i++ {
-			n := fmt.Sprintf("sg-r%d-n%d", r, i)
-			framework.CreateReadyNode(t, cs, builders.MakeNode(n).Label("hb-test", "subgroups").Obj(), builders.GPUNode())
+			n := fmt.Sprintf("%s-r%d-n%d", prefix, r, i)
+			node := builders.MakeNode(n).Label("hb-test", prefix)
+			if taint {
+				node = node.Taint("hb-test", prefix, corev1.TaintEffectNoSchedule)
+			}
+			framework.CreateReadyNode(t, cs, node.Obj(), builders.GPUNode())
 			rackOf[n] = r
 			members = append(members, builders.NodeMember(n))
 		}
-		rack := fmt.Sprintf("sg-rack-%d", r)
+		rack := fmt.Sprintf("%s-rack-%d", prefix, r)
 		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(rack, 1).Members(members...).Obj()))
 		spines[r/3] = append(spines[r/3], builders.HyperNodeMember(rack))
 	}
 	for s := range spines {
-		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("sg-spine-%d", s), 2).Members(spines[s]...).Obj()))
+		require.NoError(t, env.Client.Create(ctx, builders.MakeHyperNode(fmt.Sprintf("%s-spine-%d", prefix, s), 2).Members(spines[s]...).Obj()))
 	}
 	for r := 0; r < 3; r++ {
 		f := builders.MakeGangPod(ns, fmt.Sprintf("filler-%d", r), "", "default-scheduler").GPUs(8).Obj()
-		f.Spec.NodeName = fmt.Sprintf("sg-r%d-n0", r)
+		f.Spec.NodeName = fmt.Sprintf("%s-r%d-n0", prefix, r)
 		require.NoError(t, env.Client.Create(ctx, f))
 	}
 	return rackOf
@@ -85,9 +90,10 @@ func inSpine1(t *testing.T, what string, parts map[string]map[int]bool) {
 	}
 }
 
-// boundRacks waits until the JobSet's want pods are bound and returns the racks of each sub-group,
+// boundRacks waits until the JobSet's 8 pods are bound and returns the racks of each sub-group,
 // named by part(pod).
-func boundRacks(t *testing.T, ns, name string, want int, rackOf map[string]int, part func(corev1.Pod) string) map[string]map[int]bool {
+func boundRacks(t *testing.T, ns, name string, rackOf map[string]int, part func(corev1.Pod) string) map[string]map[int]bool {
+	const want = 8
 	t.Helper()
 	var pods []corev1.Pod
 	framework.Eventually(t, 2*wait, fmt.Sprintf("%d bound pods of JobSet %s", want, name), func(ctx context.Context) (bool, error) {
@@ -153,7 +159,7 @@ func TestSubGroupWaysIn(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	ns := namespace(t)
-	rackOf := subGroupFabric(t, cs, ns)
+	rackOf := subGroupFabric(t, cs, ns, "sg", false)
 
 	byReplica := &jobsetv1alpha2.JobSet{}
 	example(t, "jobset-by-replica.yaml", ns, byReplica)
@@ -168,20 +174,20 @@ func TestSubGroupWaysIn(t *testing.T) {
 	require.Equal(t, int32(4), *p.SubGroupSize)
 	require.Equal(t, []string{jobsetv1alpha2.JobIndexKey}, p.MatchLabelKeys)
 	require.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
-	inSpine1(t, "Job", boundRacks(t, ns, byReplica.Name, 8, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] }))
-	requireEvent(t, cs, ns, byReplica.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
+	inSpine1(t, "Job", boundRacks(t, ns, byReplica.Name, rackOf, func(p corev1.Pod) string { return p.Labels[jobsetv1alpha2.JobIndexKey] }))
+	requireGangScheduled(t, cs, ns, byReplica.Name, "placed in HyperNode sg-spine-1 (tier 2)", "sub-groups workers[0] in sg-rack-")
 	removeJobSet(t, byReplica)
 
 	byPods := &jobsetv1alpha2.JobSet{}
 	example(t, "jobset-by-pods.yaml", ns, byPods)
 	require.NoError(t, env.Client.Create(ctx, byPods))
-	inSpine1(t, "completion indexes", boundRacks(t, ns, byPods.Name, 8, rackOf, func(p corev1.Pod) string {
+	inSpine1(t, "completion indexes", boundRacks(t, ns, byPods.Name, rackOf, func(p corev1.Pod) string {
 		if p.Labels[batchv1.JobCompletionIndexAnnotation] < "4" {
 			return "c0"
 		}
 		return "c1"
 	}))
-	requireEvent(t, cs, ns, byPods.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
+	requireGangScheduled(t, cs, ns, byPods.Name, "placed in HyperNode sg-spine-1 (tier 2)", "workers-c0[0] in sg-rack-", "workers-c1[0] in sg-rack-")
 	removeJobSet(t, byPods)
 
 	volcanoJobPartitions(t, cs, rackOf)
@@ -267,11 +273,12 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 		parts[part][rackOf[p.Spec.NodeName]] = true
 	}
 	inSpine1(t, "partition", parts)
-	requireEvent(t, cs, ns, pg.Name, "GangScheduled", "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
+	requireGangScheduled(t, cs, ns, pg.Name, "placed in HyperNode sg-spine-1 (tier 2)", "worker-p0[worker] in sg-rack-", "worker-p1[worker] in sg-rack-")
 }
 
-// requireEvent waits for an Event on the PodGroup with the reason and every fragment in its note.
-func requireEvent(t *testing.T, cs kubernetes.Interface, ns, pg, reason string, fragments ...string) {
+// requireGangScheduled waits for a GangScheduled Event on the PodGroup with every fragment in its note.
+func requireGangScheduled(t *testing.T, cs kubernetes.Interface, ns, pg string, fragments ...string) {
+	const reason = "GangScheduled"
 	t.Helper()
 	var notes []string
 	framework.Eventually(t, wait, fmt.Sprintf("a %s Event on PodGroup %s with %q", reason, pg, fragments), func(ctx context.Context) (bool, error) {

@@ -29,7 +29,8 @@ import (
 // with its highestTierName, and the queue comes from the TrainJob's admission. While the TrainJob is
 // suspended Trainer server-side-applies (forced) its PodGroup on every reconcile; each reconcile is
 // made visible by a label a new runtimePatches entry puts on the JobSet (a real change of the JobSet),
-// and the PodGroup's resourceVersion must not move: no write fight over the fields hyperbatch filled.
+// and the PodGroup's resourceVersion must not move: no write fight over the fields hyperbatch filled,
+// the sub-groups the TrainJob's annotations ask for included.
 func TestTrainerPodGroupGetsPolicyDefaultsWithoutAWriteFight(t *testing.T) {
 	startTrainer(t)
 	ctx := context.Background()
@@ -90,6 +91,10 @@ func TestTrainerPodGroupGetsPolicyDefaultsWithoutAWriteFight(t *testing.T) {
 	tj := trainerObject("TrainJob", ns, "gang", map[string]any{
 		"runtimeRef": map[string]any{"name": rt}, "suspend": true, "trainer": map[string]any{"numNodes": int64(2)},
 	})
+	// Each rank its own sub-group, in one tier-1 domain: the podgroup controller writes them into
+	// Trainer's PodGroup, a field Trainer's apply never names.
+	tj.SetAnnotations(map[string]string{hbv1.SubGroupByAnnotation: hbv1.SubGroupByPods, hbv1.SubGroupPodsAnnotation: "1",
+		hbv1.SubGroupHighestTierAnnotation: "1"})
 	require.NoError(t, env.Client.Create(ctx, tj))
 
 	pg := &schedulingv1beta1.PodGroup{}
@@ -107,11 +112,11 @@ func TestTrainerPodGroupGetsPolicyDefaultsWithoutAWriteFight(t *testing.T) {
 
 	// Priced by hyperbatch: 2 × (300m LimitRange default + 100m overhead) cpu, 2 × (64Mi + 32Mi) memory,
 	// where Trainer summed 2 × 64Mi and no cpu.
-	framework.Eventually(t, wait, "Trainer's PodGroup priced", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, wait, "Trainer's PodGroup priced and with its sub-groups", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg); err != nil {
 			return false, err
 		}
-		return pg.Annotations[hbv1.PricedMinResourcesAnnotation] != "", nil
+		return pg.Annotations[hbv1.PricedMinResourcesAnnotation] != "" && len(pg.Spec.SubGroupPolicy) == 2, nil
 	})
 	require.NotNil(t, pg.Spec.MinResources)
 	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "800m", corev1.ResourceMemory: "192Mi"} {
@@ -152,5 +157,6 @@ func TestTrainerPodGroupGetsPolicyDefaultsWithoutAWriteFight(t *testing.T) {
 		assert.Equal(t, "rack", pg.Spec.NetworkTopology.HighestTierName)
 		cpu := (*pg.Spec.MinResources)[corev1.ResourceCPU]
 		assert.Equal(t, "800m", cpu.String(), "%s: the price holds against Trainer's re-applied sum", label)
+		assert.Len(t, pg.Spec.SubGroupPolicy, 2, "%s: the sub-groups hold against Trainer's forced apply", label)
 	}
 }
