@@ -187,6 +187,7 @@ func TestCLIExplainHyperJobSplit(t *testing.T) {
 // topology and why on real gangs: one placed, one behind a full Queue, one waiting for a tier. The
 // numbers are checked against the cluster's own objects.
 func TestCLITopologyAndWhy(t *testing.T) {
+	e2efw.SkipUnlessSimulated(t, "gangs of 8-GPU pods on nodes of 8 GPUs, against a discovered HyperNode tree: real nodes have no GPUs, and the real-node cluster keeps its fixed tree (hack/localcluster refuses --real-nodes with --discover)")
 	ctx := context.Background()
 	ns := primary.Namespace(t)
 	capped, open := builders.MakeQueue(ns+"-capped").Capability(corev1.ResourceList{builders.GPU: resource.MustParse("16")}).Obj(), builders.MakeQueue(ns+"-open").Obj()
@@ -196,7 +197,8 @@ func TestCLITopologyAndWhy(t *testing.T) {
 		pg := builders.MakePodGroup(ns, name).MinMember(int32(pods)).Queue(queue).MinGPUs(minGPUs).HardTier(tier).Obj()
 		require.NoError(t, c.Create(ctx, pg))
 		for i := range pods {
-			p := builders.MakeGangPod(ns, name+"-"+string(rune('0'+i)), name, "hyperbatch-scheduler").Image("registry.k8s.io/pause:3.10").GPUs(gpus).Obj()
+			p := builders.MakeGangPod(ns, name+"-"+string(rune('0'+i)), name, "hyperbatch-scheduler").Image(e2efw.Workload().Image).GPUs(gpus).Obj()
+			e2efw.Workload().Apply(&p.Spec)
 			require.NoError(t, c.Create(ctx, p))
 		}
 	}

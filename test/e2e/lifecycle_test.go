@@ -29,9 +29,11 @@ const (
 )
 
 func pausePod() corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-		Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		Containers:  []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+	n := e2efw.Workload()
+	p := corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{n.RunningContainer("c", 10*time.Minute)}}}
+	n.Apply(&p.Spec)
+	return p
 }
 
 // unplaceablePod is pausePod pinned to a node label no node has: it stays Pending.

@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,9 @@ var upstreamVolcanoJobs = map[string]string{
 }
 
 func TestUpstreamExamples(t *testing.T) {
+	e2efw.SkipUnlessSimulated(t, "the upstream examples run images from public registries (tensorflow, mpi-operator, ray, mindspore); no registry is reachable, and real nodes run only the images make images loads")
 	ctx := context.Background()
+	nodes := e2efw.Workload()
 	// Several examples share a Job name (lm-mpi-job): each Volcano example gets its own namespace,
 	// all governed by one policy; the JobSets share the first one.
 	files := make([]string, 0, len(upstreamVolcanoJobs))
@@ -91,7 +94,9 @@ func TestUpstreamExamples(t *testing.T) {
 		require.NoError(t, err)
 		var job batchv1alpha1.Job
 		require.NoError(t, yaml.Unmarshal(raw, &job), file)
-		out, err := primary.Kubectl("apply", "-n", nss[i], "-f", filepath.Join(dir, file))
+		// The example as upstream wrote it, plus the run's node choice in every task's pod template.
+		chosen := withNodeChoice(t, raw, nodes, file)
+		out, err := primary.Kubectl("apply", "-n", nss[i], "-f", writeManifest(t, string(chosen)))
 		if refusal != "" {
 			if assert.Error(t, err, "volcano %s: must be refused", file) {
 				assert.Contains(t, out, "denied the request", "volcano %s", file)
@@ -120,6 +125,9 @@ func TestUpstreamExamples(t *testing.T) {
 		}
 		js := ex.JobSet.DeepCopy()
 		js.Namespace = ns
+		for k := range js.Spec.ReplicatedJobs {
+			nodes.Apply(&js.Spec.ReplicatedJobs[k].Template.Spec.Template.Spec)
+		}
 		if names[js.Name]++; names[js.Name] > 1 {
 			js.Name = fmt.Sprintf("%s-%d", js.Name, names[js.Name]) // KEP-672 uses one name twice
 		}
@@ -273,6 +281,7 @@ func TestJobSetExclusivePlacement(t *testing.T) {
 	queue := "examples-" + ns
 	openQueue(t, queue)
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler", Gang: ptr.To(true)})
+	nodes := e2efw.Workload()
 	manifest := writeManifest(t, fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
 metadata:
@@ -291,11 +300,11 @@ spec:
         template:
           spec:
             restartPolicy: Never
-            containers:
+%s            containers:
             - name: w
-              image: registry.k8s.io/pause:3.10
+              image: %s
               resources: {requests: {cpu: 100m, memory: 64Mi}}
-`, ns))
+`, ns, nodes.PodSpecYAML(12), nodes.Image))
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exclusive"}}
 	applyUntilDefaulted(t, manifest, policy, js)
 
@@ -344,4 +353,46 @@ spec:
 		return endState(js) != "", nil
 	})
 	assert.Equal(t, "Completed", endState(js))
+}
+
+// withNodeChoice is a Volcano Job manifest with the node choice's selector and tolerations added to
+// every task's pod template, every other field kept as written (edited as untyped YAML).
+func withNodeChoice(t *testing.T, raw []byte, nodes e2efw.Nodes, source string) []byte {
+	t.Helper()
+	var obj map[string]any
+	require.NoError(t, yaml.Unmarshal(raw, &obj), source)
+	var sel corev1.PodSpec
+	nodes.Apply(&sel)
+	spec, _ := obj["spec"].(map[string]any)
+	tasks, _ := spec["tasks"].([]any)
+	for _, task := range tasks {
+		tm, _ := task.(map[string]any)
+		tmpl, _ := tm["template"].(map[string]any)
+		ps, _ := tmpl["spec"].(map[string]any)
+		require.NotNil(t, ps, "%s: a task without template.spec", source)
+		if len(sel.NodeSelector) > 0 {
+			ns, _ := ps["nodeSelector"].(map[string]any)
+			if ns == nil {
+				ns = map[string]any{}
+			}
+			for k, v := range sel.NodeSelector {
+				ns[k] = v
+			}
+			ps["nodeSelector"] = ns
+		}
+		if len(sel.Tolerations) > 0 {
+			tols, _ := ps["tolerations"].([]any)
+			for _, tol := range sel.Tolerations {
+				b, err := json.Marshal(tol)
+				require.NoError(t, err)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(b, &m))
+				tols = append(tols, m)
+			}
+			ps["tolerations"] = tols
+		}
+	}
+	out, err := yaml.Marshal(obj)
+	require.NoError(t, err, source)
+	return out
 }

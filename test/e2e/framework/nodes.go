@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,17 @@ func (n Nodes) Apply(spec *corev1.PodSpec) {
 		spec.NodeSelector[k] = v
 	}
 	spec.Tolerations = append(spec.Tolerations, n.Tolerations...)
+}
+
+// RunningContainer is a container that runs for d on this node choice: the worker image with
+// --duration on real nodes; on kwok nodes the pause image, which runs no process (how long a kwok pod
+// runs is up to kwok's stages and the hold annotation, not the container).
+func (n Nodes) RunningContainer(name string, d time.Duration) corev1.Container {
+	ctr := corev1.Container{Name: name, Image: n.Image}
+	if !n.Simulated() {
+		ctr.Args = []string{"--duration", d.String()}
+	}
+	return ctr
 }
 
 // PodSpecYAML is the node selector and tolerations as pod-spec lines for an inline manifest, each

@@ -3,6 +3,7 @@ package framework
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -59,5 +60,18 @@ func TestApplyKeepsExisting(t *testing.T) {
 	n.Apply(&spec)
 	if spec.NodeSelector["zone"] != "a" || spec.NodeSelector["type"] != "kwok" || len(spec.Tolerations) != 2 || spec.Tolerations[0] != own {
 		t.Errorf("Apply gave selector %v, tolerations %v", spec.NodeSelector, spec.Tolerations)
+	}
+}
+
+func TestRunningContainer(t *testing.T) {
+	rn, _ := ParseNodes("real")
+	c := rn.RunningContainer("c", 10*time.Minute)
+	if c.Image != WorkerImage || strings.Join(c.Args, " ") != "--duration 10m0s" {
+		t.Errorf("real nodes: %+v; want the worker with --duration 10m0s", c)
+	}
+	kwok, _ := ParseNodes("")
+	c = kwok.RunningContainer("c", 10*time.Minute)
+	if c.Image != kwokImage || len(c.Args) != 0 {
+		t.Errorf("kwok nodes: %+v; want the pause image without arguments", c)
 	}
 }
