@@ -148,19 +148,23 @@ func StartJobSetController(ctx context.Context, o NeighbourOptions) (*Process, e
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localproc.FreePorts(2)
-	if err != nil {
-		return nil, err
-	}
-	health, webhook := ports[0], ports[1]
-	cfg := localproc.JobSetConfig(webhook, health, certDir)
-	cfgPath := filepath.Join(o.LogDir, "jobset-config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
-	}
-	c := localproc.JobSetController(o.BinDir, o.Kubeconfig, cfgPath, health)
-	c.Args = append(c.Args, "--zap-log-level=info")
-	p, err := startComponent(ctx, o, c)
+	var webhook int
+	p, err := retryPortClash(func() (*Process, error) {
+		ports, err := localproc.FreePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		var health int
+		health, webhook = ports[0], ports[1]
+		cfg := localproc.JobSetConfig(webhook, health, certDir)
+		cfgPath := filepath.Join(o.LogDir, "jobset-config.yaml")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", cfgPath, err)
+		}
+		c := localproc.JobSetController(o.BinDir, o.Kubeconfig, cfgPath, health, webhook)
+		c.Args = append(c.Args, "--zap-log-level=info")
+		return startComponent(ctx, o, c)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -183,15 +187,31 @@ func StartTrainerController(ctx context.Context, o NeighbourOptions) (*Process, 
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	ports, err := localproc.FreePorts(3)
-	if err != nil {
-		return nil, err
+	return retryPortClash(func() (*Process, error) {
+		ports, err := localproc.FreePorts(3)
+		if err != nil {
+			return nil, err
+		}
+		c, err := localproc.TrainerController(o.BinDir, o.Kubeconfig, o.LogDir, localproc.TrainerPorts{Health: ports[0], Webhook: ports[1], Status: ports[2]})
+		if err != nil {
+			return nil, err
+		}
+		return startComponent(ctx, o, c)
+	})
+}
+
+// retryPortClash runs start up to three times while it fails because a port FreePorts found free was
+// taken before the process bound it ("address already in use": another process, or an outgoing
+// connection's local port, took it in between); start picks new ports each time.
+func retryPortClash(start func() (*Process, error)) (*Process, error) {
+	var err error
+	for range 3 {
+		var p *Process
+		if p, err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
 	}
-	c, err := localproc.TrainerController(o.BinDir, o.Kubeconfig, o.LogDir, localproc.TrainerPorts{Health: ports[0], Webhook: ports[1], Status: ports[2]})
-	if err != nil {
-		return nil, err
-	}
-	return startComponent(ctx, o, c)
+	return nil, err
 }
 
 // registerJobSetWebhooks registers the JobSet webhooks (localproc.JobSetWebhookConfigs, named

@@ -346,13 +346,17 @@ func Volcano(c Cluster, bin string, webhooks bool) Stage {
 	})
 }
 
-// JobSetController is jobset-controller with a configuration file (JobSetConfig); /readyz on
-// healthPort passes once its webhook server serves.
-func JobSetController(bin, kubeconfig, config string, healthPort int) Component {
+// JobSetController is jobset-controller with a configuration file (JobSetConfig); it is ready once
+// /readyz on healthPort passes and its webhook server on webhookPort serves the JobSet webhooks.
+func JobSetController(bin, kubeconfig, config string, healthPort, webhookPort int) Component {
 	return Component{
 		Name: "jobset-controller", Binary: filepath.Join(bin, "jobset-controller"), StartTimeout: 90 * time.Second,
-		Args:  []string{"--kubeconfig=" + kubeconfig, "--config=" + config},
-		Ready: HTTPReady(ProbeClient, "http://"+Loopback(healthPort)+"/readyz", ""),
+		Args: []string{"--kubeconfig=" + kubeconfig, "--config=" + config},
+		// Its readyz passes once the webhook server listens, which is before the JobSet webhooks are
+		// registered; a JobSet created in between gets 404 from the mutating webhook.
+		Ready: AllReady(HTTPReady(ProbeClient, "http://"+Loopback(healthPort)+"/readyz", ""),
+			HandlerServed(ProbeClient, "https://"+Loopback(webhookPort)+"/mutate-jobset-x-k8s-io-v1alpha2-jobset"),
+			HandlerServed(ProbeClient, "https://"+Loopback(webhookPort)+"/validate-jobset-x-k8s-io-v1alpha2-jobset")),
 	}
 }
 
@@ -363,7 +367,7 @@ func JobSet(c Cluster, bin string) (Stage, error) {
 	if err := os.WriteFile(c.JobSetConfig(), []byte(JobSetConfig(pt.JobSetWebhook, pt.JobSetHealth, c.PKI().JobSetCertDir)), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", c.JobSetConfig(), err)
 	}
-	return Stage{JobSetController(bin, c.Kubeconfig(), c.JobSetConfig(), pt.JobSetHealth)}, nil
+	return Stage{JobSetController(bin, c.Kubeconfig(), c.JobSetConfig(), pt.JobSetHealth, pt.JobSetWebhook)}, nil
 }
 
 // JobSetConfig is the JobSet controller's configuration (config.jobset.x-k8s.io/v1alpha1) for a process

@@ -108,6 +108,41 @@ func HTTPReady(c *http.Client, url, want string) func(context.Context) error {
 	}
 }
 
+// HandlerServed passes once a POST of an empty JSON object to url, through c, answers anything but
+// 404: a controller-runtime webhook server listens (and reports ready) before its manager registers
+// the admission handlers, and until then it answers 404 for their paths.
+func HandlerServed(c *http.Client, url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64*1024))
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("%s is not served yet (404)", url)
+		}
+		return nil
+	}
+}
+
+// AllReady passes once every check passes, in order.
+func AllReady(checks ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for _, c := range checks {
+			if err := c(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // TLSAnswers passes once url answers over TLS with a certificate the CA in caFile signed (any HTTP
 // status: a webhook server may serve only its admission paths).
 func TLSAnswers(caFile, url string) func(context.Context) error {
