@@ -133,30 +133,30 @@ func (m *manager) cpuSeconds(b *testing.B) float64 {
 	return (ut + st) / 100
 }
 
-// watchHyperJobs records, per HyperJob name, the first time seen(obj) holds, through an informer
-// (which re-lists and re-watches if the apiserver closes its watch).
-func watchHyperJobs(b *testing.B, _ client.WithWatch, ns string, seen func(*trainingv1alpha1.HyperJob) bool) (map[string]time.Time, *sync.Mutex, func()) {
+// watchFirst records, per object name, the first time seen(obj) holds for an object of proto's kind
+// in ns, through an informer (which re-lists and re-watches if the apiserver closes its watch).
+func watchFirst(b *testing.B, ns string, proto client.Object, seen func(client.Object) bool) (map[string]time.Time, *sync.Mutex, func()) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 5000, 10000
 	ca, err := crcache.New(cfg, crcache.Options{Scheme: scheme.New(), DefaultNamespaces: map[string]crcache.Config{ns: {}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	inf, err := ca.GetInformer(context.Background(), &trainingv1alpha1.HyperJob{})
+	inf, err := ca.GetInformer(context.Background(), proto)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := map[string]time.Time{}
 	var mu sync.Mutex
 	record := func(obj any) {
-		hj, ok := obj.(*trainingv1alpha1.HyperJob)
-		if !ok || !seen(hj) {
+		o, ok := obj.(client.Object)
+		if !ok || !seen(o) {
 			return
 		}
 		now := time.Now()
 		mu.Lock()
-		if _, ok := out[hj.Name]; !ok {
-			out[hj.Name] = now
+		if _, ok := out[o.GetName()]; !ok {
+			out[o.GetName()] = now
 		}
 		mu.Unlock()
 	}
@@ -174,6 +174,8 @@ func watchHyperJobs(b *testing.B, _ client.WithWatch, ns string, seen func(*trai
 	return out, &mu, cancel
 }
 
+func deleting(o client.Object) bool { return o.GetDeletionTimestamp() != nil }
+
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
 		return math.NaN()
@@ -182,46 +184,68 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[max(i, 0)]
 }
 
+// ttlKind is what the TTL benchmark needs of one kind of workload.
+type ttlKind struct {
+	plural string        // in the result line: "HyperJobs"
+	prefix string        // of the namespace and the object names
+	proto  client.Object // the informer's kind
+	// build returns object i with its TTL annotation.
+	build func(ns, name string, ttl int) client.Object
+	// finish writes the terminal condition, with lastTransitionTime at, into the object build made.
+	finish func(obj client.Object, at time.Time)
+}
+
 func BenchmarkTTLDeletions(b *testing.B) {
+	runTTLDeletions(b, ttlKind{plural: "HyperJobs", prefix: "hj", proto: &trainingv1alpha1.HyperJob{},
+		build: func(ns, name string, ttl int) client.Object {
+			return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				Annotations: map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: strconv.Itoa(ttl)}}}
+		},
+		finish: func(obj client.Object, at time.Time) {
+			hj := obj.(*trainingv1alpha1.HyperJob)
+			apimeta.SetStatusCondition(&hj.Status.Conditions, metav1.Condition{Type: "Completed", Status: metav1.ConditionTrue,
+				Reason: "ChildJobsCompleted", Message: "benchmark", LastTransitionTime: metav1.NewTime(at)})
+		}})
+}
+
+// runTTLDeletions: LIFECYCLE_BENCH_TTL finished objects of kind k whose TTLs fall due spread evenly
+// over LIFECYCLE_BENCH_SPREAD seconds; the lag of each is the time the benchmark's informer sees its
+// deletionTimestamp minus its due time.
+func runTTLDeletions(b *testing.B, k ttlKind) {
 	n := envInt("LIFECYCLE_BENCH_TTL", 10000)
 	spread := envInt("LIFECYCLE_BENCH_SPREAD", 60)
 	c := benchClient(b)
 	ctx := context.Background()
-	ns := fmt.Sprintf("ttl-bench-%d", time.Now().UnixNano())
+	ns := fmt.Sprintf("%s-ttl-bench-%d", k.prefix, time.Now().UnixNano())
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
 	mgr := startManager(b)
 
-	// Phase 1 creates the HyperJobs with their TTLs (1..60 s); phase 2 writes their Completed
+	// Phase 1 creates the objects with their TTLs (1..spread s); phase 2 writes their terminal
 	// condition, all with the same lastTransitionTime `finished`, a whole second chosen after phase 1
 	// so that phase 2 (about as long as phase 1) ends before the first TTL expires.
-	seen, mu, stop := watchHyperJobs(b, c, ns, func(hj *trainingv1alpha1.HyperJob) bool { return hj.DeletionTimestamp != nil })
+	seen, mu, stop := watchFirst(b, ns, k.proto, deleting)
 	defer stop()
 	cpuStart := mgr.cpuSeconds(b)
 	setup := time.Now()
 	ttlOf := func(i int) int { return 1 + i*spread/n }
-	hjs := make([]*trainingv1alpha1.HyperJob, n)
+	nameOf := func(i int) string { return fmt.Sprintf("%s-%05d", k.prefix, i) }
+	objs := make([]client.Object, n)
 	framework.Parallel(b, 32, n, func(i int) error {
-		hjs[i] = &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns,
-			Annotations: map[string]string{hbv1.TTLSecondsAfterFinishedAnnotation: strconv.Itoa(ttlOf(i))}}}
-		return c.Create(ctx, hjs[i])
+		objs[i] = k.build(ns, nameOf(i), ttlOf(i))
+		return c.Create(ctx, objs[i])
 	})
 	created := time.Since(setup)
 	finished := time.Now().Add(2*created + 10*time.Second).Truncate(time.Second).Add(time.Second)
 	written := make([]time.Time, n)
 	framework.Parallel(b, 32, n, func(i int) error {
-		apimeta.SetStatusCondition(&hjs[i].Status.Conditions, metav1.Condition{Type: "Completed", Status: metav1.ConditionTrue,
-			Reason: "ChildJobsCompleted", Message: "benchmark", LastTransitionTime: metav1.NewTime(finished)})
-		err := c.Status().Update(ctx, hjs[i])
+		k.finish(objs[i], finished)
+		err := c.Status().Update(ctx, objs[i])
 		written[i] = time.Now()
 		return err
 	})
 	setupTook := time.Since(setup)
-	due := make(map[string]time.Time, n)
-	for i := 0; i < n; i++ {
-		due[name(i)] = finished.Add(time.Duration(ttlOf(i)) * time.Second)
-	}
 	first := finished.Add(time.Second)
 	if time.Now().After(first) {
 		b.Logf("warning: setup (%s) ran past the first due time; early lags include setup", setupTook)
@@ -232,9 +256,9 @@ func BenchmarkTTLDeletions(b *testing.B) {
 	deadline := first.Add(time.Duration(spread)*time.Second + 3*time.Minute)
 	for time.Now().Before(deadline) {
 		mu.Lock()
-		k := len(seen)
+		got := len(seen)
 		mu.Unlock()
-		if k >= n {
+		if got >= n {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -245,8 +269,8 @@ func BenchmarkTTLDeletions(b *testing.B) {
 	lags := make([]float64, 0, n)
 	early, late, deleted := 0, 0, 0
 	for i := 0; i < n; i++ {
-		nm, d := name(i), due[name(i)]
-		t, ok := seen[nm]
+		d := finished.Add(time.Duration(ttlOf(i)) * time.Second)
+		t, ok := seen[nameOf(i)]
 		if !ok {
 			continue
 		}
@@ -264,20 +288,19 @@ func BenchmarkTTLDeletions(b *testing.B) {
 	sort.Float64s(lags)
 	b.ReportMetric(float64(deleted), "deleted")
 	b.ReportMetric(float64(late), "excluded-finished-after-due")
-	b.ReportMetric(float64(n), "hyperjobs")
+	b.ReportMetric(float64(n), "objects")
 	b.ReportMetric(quantile(lags, 0.5), "s-lag-p50")
 	b.ReportMetric(quantile(lags, 0.99), "s-lag-p99")
 	b.ReportMetric(quantile(lags, 1), "s-lag-max")
 	b.ReportMetric(float64(early), "early")
 	b.ReportMetric(cpuEnd-cpuStart, "manager-cpu-s-total")
 	b.ReportMetric(cpuEnd-cpuWindow, "manager-cpu-s-deletion-window")
-	b.Logf("%d finished HyperJobs (TTLs expiring over %ds, first %s after setup started; setup took %s): %d deleted (%d excluded: status written after the due time), %d before their due time; lag p50 %.3fs p99 %.3fs max %.3fs; manager CPU %.2fs total, %.2fs during the deletion window",
-		n, spread, first.Sub(setup).Round(time.Second), setupTook.Round(time.Millisecond), deleted, late, early,
-		quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1), cpuEnd-cpuStart, cpuEnd-cpuWindow)
-	appendResult(b, fmt.Sprintf("TTL deletions: %d finished HyperJobs, TTLs expiring over %ds (setup %s): %d deleted, %d excluded (status written after due), %d early; lag p50 %.3fs p99 %.3fs max %.3fs; manager CPU %.2fs total (ingesting %d objects + deletions), %.2fs during the deletion window",
-		n, spread, setupTook.Round(time.Second), deleted, late, early, quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1), cpuEnd-cpuStart, n, cpuEnd-cpuWindow))
+	line := fmt.Sprintf("TTL deletions: %d finished %s, TTLs expiring over %ds (setup %s): %d deleted, %d excluded (status written after due), %d early; lag p50 %.3fs p99 %.3fs max %.3fs; manager CPU %.2fs total (ingesting %d objects + deletions), %.2fs during the deletion window",
+		n, k.plural, spread, setupTook.Round(time.Second), deleted, late, early, quantile(lags, 0.5), quantile(lags, 0.99), quantile(lags, 1), cpuEnd-cpuStart, n, cpuEnd-cpuWindow)
+	b.Log(line)
+	appendResult(b, line)
 	if deleted < n {
-		b.Errorf("only %d of %d HyperJobs were deleted", deleted, n)
+		b.Errorf("only %d of %d %s were deleted", deleted, n, k.plural)
 	}
 }
 
@@ -293,7 +316,11 @@ func BenchmarkDeadlineAccuracy(b *testing.B) {
 		b.Fatal(err)
 	}
 	mgr := startManager(b)
-	seen, mu, stop := watchHyperJobs(b, c, ns, func(hj *trainingv1alpha1.HyperJob) bool {
+	seen, mu, stop := watchFirst(b, ns, &trainingv1alpha1.HyperJob{}, func(o client.Object) bool {
+		hj, ok := o.(*trainingv1alpha1.HyperJob)
+		if !ok {
+			return false
+		}
 		cond := apimeta.FindStatusCondition(hj.Status.Conditions, "Failed")
 		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "DeadlineExceeded"
 	})
