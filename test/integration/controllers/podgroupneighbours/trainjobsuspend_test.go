@@ -214,9 +214,8 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 	require.Nil(t, workload.TrainJobFinishedAt(cur), "Trainer counted the deadline while the TrainJob was suspended")
 
 	// The LimitRange changes while suspended: with no pod yet, the PodGroup is re-priced before the
-	// resume. (Resumed within a controller hop of the LimitRange write, the pods can come first and
-	// the gang keeps its old price as any started gang does: seen once in CI under load, see
-	// docs/podgroup.md.)
+	// resume. (Resumed within a controller hop of the LimitRange write, the pods can come first; the
+	// price then follows them: TestTrainJobResumedInTheInstantOfALimitRangeChange.)
 	rec := watchPrices(t, ns, name)
 	require.NoError(t, mutate(ctx, lr, func() { lr.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU] = resource.MustParse("250m") }))
 	framework.Eventually(t, wait, "the suspended TrainJob's PodGroup re-priced at 3 × 250m", func(context.Context) (bool, error) {
