@@ -76,7 +76,7 @@ func priced(pg *schedulingv1beta1.PodGroup, want corev1.ResourceList) (bool, str
 }
 
 // waitPriced waits until Trainer's PodGroup ns/name carries hyperbatch's price want.
-func waitPriced(t *testing.T, ns, name string, want corev1.ResourceList, what string) *schedulingv1beta1.PodGroup {
+func waitPriced(t *testing.T, ns, name string, want corev1.ResourceList, what string) {
 	t.Helper()
 	pg := &schedulingv1beta1.PodGroup{}
 	last := ""
@@ -91,7 +91,6 @@ func waitPriced(t *testing.T, ns, name string, want corev1.ResourceList, what st
 		}
 		return ok, nil
 	})
-	return pg
 }
 
 // waitJobSuspended waits until the Job controller marked the JobSet's Job Suspended: its pods are
