@@ -160,11 +160,10 @@ func (r GangRecord) FirstPrice(cpu string) uint64 {
 	return 0
 }
 
-// FirstCreated and FirstBound are the lowest resourceVersion of a pod's creation, and of a pod's
-// binding (0: none).
+// FirstCreated is the lowest resourceVersion of a pod's creation (0: none).
 func (r GangRecord) FirstCreated() uint64 { return lowest(r.Created) }
 
-// FirstBound: see FirstCreated.
+// FirstBound is the lowest resourceVersion of a pod's binding (0: none).
 func (r GangRecord) FirstBound() uint64 { return lowest(r.Bound) }
 
 func lowest(m map[string]uint64) uint64 {

@@ -76,7 +76,7 @@ func TestTrainJobResumedInTheInstantOfALimitRangeChange(t *testing.T) {
 // all gone at once (after a manager restart, or when they leave between two of its passes) leaves it
 // Running. With the real Trainer (v2.3.0), JobSet and Job controllers and the PodGroup status
 // controller, a TrainJob of 3 nodes whose pods are bound by nodeName (hyperbatch-scheduler's, so the
-// status controller serves the PodGroup) runs: the PodGroup is Running at 3 × 100m. The status
+// status controller serves the PodGroup) runs: the PodGroup is Running at 3 × 200m. The status
 // controller stops (its manager going away), the TrainJob is suspended (the test plays the node's
 // kubelet and finishes the pods' deletion), so the PodGroup is Running with no pod, and the
 // LimitRange's default goes to 250m: the PodGroup is re-priced to 3 × 250m while suspended (before,
@@ -87,7 +87,7 @@ func TestTrainerPodGroupRunningThenSuspendedIsRepriced(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	ns := namespace(t)
-	lr := cpuDefault(ns, "100m")
+	lr := cpuDefault(ns, "200m")
 	require.NoError(t, env.Client.Create(ctx, lr))
 	node := ns + "-n0"
 	framework.CreateReadyNode(t, cs, builders.MakeNode(node).Label("hb-test", ns).Taint("hb-test", ns, corev1.TaintEffectNoSchedule).Obj(),
@@ -106,7 +106,7 @@ func TestTrainerPodGroupRunningThenSuspendedIsRepriced(t *testing.T) {
 	})
 	require.NoError(t, env.Client.Create(ctx, tj))
 	waitPods(t, ns, name, 3)
-	waitPriced(t, ns, name, cpuList("300m"), "Trainer's PodGroup priced at 3 × 100m")
+	waitPriced(t, ns, name, cpuList("600m"), "Trainer's PodGroup priced at 3 × 200m")
 	pg := &schedulingv1beta1.PodGroup{}
 	framework.Eventually(t, wait, "Trainer's PodGroup Running", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pg)
