@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -50,8 +51,9 @@ const (
 	ReasonPodGroupPrefix  = "PodGroup"
 	// ReasonDefaultSkipped: a policy default was left out of the PodGroup because it would contradict the JobSet.
 	ReasonDefaultSkipped = "DefaultSkipped"
-	// ReasonMinResourcesKept: a LimitRange or RuntimeClass change would re-price a gang whose pods
-	// already exist (and were admitted at the old price); the PodGroup keeps its minResources.
+	// ReasonMinResourcesKept: the gang's minResources follows existing pods that were admitted with
+	// other LimitRange defaults or RuntimeClass overhead than the current ones (PriceFollowingPods),
+	// not the price the current ones alone would give.
 	ReasonMinResourcesKept = "MinResourcesKept"
 	// ReasonGangNotPossible: the JobSet would be a gang, but JobSet creates its pods in stages
 	// (defaults.JobSetStagedStart), so it gets no PodGroup.
@@ -61,7 +63,7 @@ const (
 // +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.volcano.sh,resources=podgroups,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=limitranges;namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hyperbatch.dev,resources=workloadpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
@@ -99,7 +101,7 @@ func CheckRegistry() error {
 // Reconciler keeps one PodGroup per gang JobSet.
 type Reconciler struct {
 	client client.Client
-	// reader reads the apiserver directly (the manager caches no pods): whether a JobSet has pods.
+	// reader reads the apiserver directly: a TrainJob and its training runtime (not cached).
 	reader   client.Reader
 	recorder record.EventRecorder
 
@@ -108,7 +110,7 @@ type Reconciler struct {
 	phases map[types.UID]schedulingv1beta1.PodGroupPhase
 	// warned is the foreign PodGroup (by UID) last warned about per JobSet UID (one Event each).
 	warned map[types.UID]types.UID
-	// kept is the new price last reported as not applied (MinResourcesKept) per JobSet UID.
+	// kept is the pair of prices last reported (MinResourcesKept) per JobSet UID.
 	kept map[types.UID]string
 	// staged is the staged-start feature last reported (GangNotPossible) per JobSet UID.
 	staged map[types.UID]string
@@ -128,15 +130,19 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 }
 
 // SetupWithManager watches JobSets, PodGroups (mapped to the JobSet of the same name, foreign ones
-// included), and the inputs of minResources and of the defaults: LimitRanges (the namespace's
-// JobSets), RuntimeClasses and WorkloadPolicies (every JobSet). A gang whose pods exist keeps its
-// minResources (see keepPrice), so LimitRange and RuntimeClass changes only reach gangs that have not
-// started.
+// included), the inputs of minResources and of the defaults: LimitRanges (the namespace's JobSets),
+// RuntimeClasses and WorkloadPolicies (every JobSet), and the JobSets' pods (created, deleted, or no
+// longer active: podChanges), since a gang's price follows the pods that exist (PriceFollowingPods).
+// Pods are read from the manager's cache (shared with the PodGroup status controller), indexed by
+// their JobSet.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := CheckRegistry(); err != nil {
 		return err
 	}
 	registerMetrics()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podJobSetIndex, indexPodJobSet); err != nil {
+		return fmt.Errorf("indexing pods by JobSet: %w", err)
+	}
 	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
 	})
@@ -144,6 +150,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		For(&jobsetv1alpha2.JobSet{}).
 		Watches(&schedulingv1beta1.PodGroup{}, byName).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if n := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]; n != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+			}
+			return nil
+		}), builder.WithPredicates(podChanges)).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.jobSets(ctx, client.InNamespace(o.GetNamespace()))
 		})).
@@ -270,15 +282,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 	}
-	if have != nil && want.Spec.MinMember == have.Spec.MinMember && !sameResources(want.Spec.MinResources, have.Spec.MinResources) {
-		keep, err := r.keepPrice(ctx, &js, have)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if keep {
-			r.reportKept(&js, want, have)
-			want.Spec.MinResources = have.Spec.MinResources
-		}
+	// The price follows the gang's pods that exist (PriceFollowingPods): they keep the requests they
+	// were admitted with, whatever the LimitRange and RuntimeClass say now.
+	price, err := r.followPods(ctx, &js, adm)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if price.FollowsOldInputs() {
+		want.Spec.MinResources = resourcesPtr(price.MinResources)
+		r.reportKept(&js, want.Name, have, price)
 	}
 	if have != nil && UpToDate(want, have) {
 		return reconcile.Result{}, nil
@@ -377,32 +389,6 @@ func (r *Reconciler) reportPhase(js *jobsetv1alpha2.JobSet, pg *schedulingv1beta
 	r.recorder.Event(js, typ, ReasonPodGroupPrefix+string(phase), msg)
 }
 
-// keepPrice says whether the gang's PodGroup keeps its minResources although the LimitRange or
-// RuntimeClass inputs now give another price for the same members: the gang is Running, or any of its
-// pods exists. Those pods were admitted with the old defaults and overhead and keep their requests;
-// a gang priced from the new inputs would wait for capacity its pods never ask for. Only gangs with
-// no pod yet (not started; a suspended JobSet has no PodGroup and gets a fresh one on resume) are
-// re-priced. A changed member count (the JobSet's replicatedJobs changed) is always re-priced.
-// The JobSet's status (child Jobs with pods) answers first; a list of one pod's metadata closes the
-// window before the JobSet controller reports its Jobs.
-func (r *Reconciler) keepPrice(ctx context.Context, js *jobsetv1alpha2.JobSet, have *schedulingv1beta1.PodGroup) (bool, error) {
-	if have.Status.Phase == schedulingv1beta1.PodGroupRunning {
-		return true, nil
-	}
-	for _, s := range js.Status.ReplicatedJobsStatus {
-		if s.Active+s.Ready+s.Succeeded+s.Failed > 0 {
-			return true, nil
-		}
-	}
-	pods := &metav1.PartialObjectMetadataList{}
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := r.reader.List(ctx, pods, client.InNamespace(js.Namespace),
-		client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name}, client.Limit(1)); err != nil {
-		return false, fmt.Errorf("listing pods of JobSet %s/%s: %w", js.Namespace, js.Name, err)
-	}
-	return len(pods.Items) > 0, nil
-}
-
 // reportStaged sends one GangNotPossible Warning per JobSet and feature (per process).
 func (r *Reconciler) reportStaged(js *jobsetv1alpha2.JobSet, feature string) {
 	r.mu.Lock()
@@ -417,19 +403,51 @@ func (r *Reconciler) reportStaged(js *jobsetv1alpha2.JobSet, feature string) {
 		feature, hbv1.GangAnnotation)
 }
 
-// reportKept sends one MinResourcesKept Event per new price (per process).
-func (r *Reconciler) reportKept(js *jobsetv1alpha2.JobSet, want, have *schedulingv1beta1.PodGroup) {
-	price := formatResources(want.Spec.MinResources)
+// followPods prices the gang from its pods in the manager's cache (PriceFollowingPods).
+func (r *Reconciler) followPods(ctx context.Context, js *jobsetv1alpha2.JobSet, adm Admission) (Price, error) {
+	pods, err := r.gangPods(ctx, js)
+	if err != nil {
+		return Price{}, err
+	}
+	price, err := PriceFollowingPods(js, adm, pods)
+	if err != nil {
+		return Price{}, fmt.Errorf("pricing the pods of JobSet %s/%s: %w", js.Namespace, js.Name, err)
+	}
+	return price, nil
+}
+
+// resourcesPtr is l as a PodGroup's spec.minResources (nil when empty).
+func resourcesPtr(l corev1.ResourceList) *corev1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	return &l
+}
+
+// reportKept sends one MinResourcesKept Event per pair of prices (per process): the PodGroup's
+// minResources follows existing pods admitted with other LimitRange defaults or RuntimeClass
+// overhead than the current ones.
+func (r *Reconciler) reportKept(js *jobsetv1alpha2.JobSet, pgName string, have *schedulingv1beta1.PodGroup, p Price) {
+	got, inputs := formatResources(resourcesPtr(p.MinResources)), formatResources(resourcesPtr(p.FromInputs))
+	key := got + " " + inputs
 	r.mu.Lock()
-	same := r.kept[js.UID] == price
-	r.kept[js.UID] = price
+	same := r.kept[js.UID] == key
+	r.kept[js.UID] = key
 	r.mu.Unlock()
 	if same {
 		return
 	}
+	verb := "gets"
+	if have != nil && sameResources(have.Spec.MinResources, resourcesPtr(p.MinResources)) {
+		verb = "keeps"
+	}
+	missing := ""
+	if p.Missing > 0 {
+		missing = fmt.Sprintf(", and the current inputs' request for the %d not created yet", p.Missing)
+	}
 	r.recorder.Eventf(js, corev1.EventTypeNormal, ReasonMinResourcesKept,
-		"PodGroup %s keeps minResources %s: the gang's pods exist and were admitted with the LimitRange defaults and RuntimeClass overhead of their creation; the current ones would give %s, which applies after the JobSet is suspended and resumed",
-		have.Name, formatResources(have.Spec.MinResources), price)
+		"PodGroup %s %s minResources %s: the requests of its %d existing pods%s; %d of those pods were admitted with the LimitRange defaults and RuntimeClass overhead of their creation and keep them. The current ones would give %s, which applies to pods created from now on, in full after the JobSet is suspended and resumed",
+		pgName, verb, got, p.Existing, missing, p.Differing, inputs)
 }
 
 // admission reads the namespace's LimitRanges and the RuntimeClasses.

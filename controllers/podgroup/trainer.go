@@ -112,9 +112,9 @@ const ReasonSubGroupsWritten = "SubGroupsWritten"
 // owner. Trainer's server-side apply (field manager trainer, forced) never names
 // spec.subGroupPolicy, so it neither removes nor takes over the field: the two never fight. The
 // PodGroup gate refuses the TrainJob's pods while the PodGroup lacks them, so no pod is placed
-// without its sub-group. A PodGroup that already has sub-groups keeps them once the gang's pods
-// exist (keepPrice): they were placed by those. A TrainJob that asks for none leaves the PodGroup
-// as it is.
+// without its sub-group. A PodGroup that already has sub-groups keeps them while any of the gang's
+// pods is active (gangStarted, whatever the PodGroup's phase says): they were placed by those. A
+// TrainJob that asks for none leaves the PodGroup as it is.
 func (r *Reconciler) subGroupTrainerPodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, tj *unstructured.Unstructured, pg *schedulingv1beta1.PodGroup) error {
 	if tj == nil {
 		return nil
@@ -128,8 +128,8 @@ func (r *Reconciler) subGroupTrainerPodGroup(ctx context.Context, js *jobsetv1al
 		return nil
 	}
 	if len(pg.Spec.SubGroupPolicy) > 0 {
-		keep, err := r.keepPrice(ctx, js, pg)
-		if err != nil || keep {
+		started, err := r.gangStarted(ctx, js)
+		if err != nil || started {
 			return err
 		}
 	}
@@ -161,27 +161,34 @@ func (r *Reconciler) subGroupTrainerPodGroup(ctx context.Context, js *jobsetv1al
 // hyperbatch.dev/priced-min-resources annotation together, guarded by resourceVersion; the PodGroup
 // webhook then keeps minResources at the annotation when Trainer server-side-applies its own sum
 // again (it does while the TrainJob is suspended), so the two never fight. minMember, the queue and
-// everything else stay Trainer's (and the PodGroup webhook's). A gang whose pods already exist keeps
-// its price (keepPrice): those pods were admitted with the old inputs.
+// everything else stay Trainer's (and the PodGroup webhook's). The price follows the gang's pods
+// that exist (PriceFollowingPods), as for hyperbatch's own gangs: a pod admitted with other inputs
+// keeps its requests, and a suspended TrainJob (no pod) is priced from the current inputs whatever
+// phase the PodGroup kept from before the suspend (Trainer keeps it, and nothing moves the phase of
+// a PodGroup with no pod). A finished TrainJob's priced PodGroup is left as it is.
 func (r *Reconciler) priceTrainerPodGroup(ctx context.Context, js *jobsetv1alpha2.JobSet, pg *schedulingv1beta1.PodGroup) error {
+	if _, had := pg.Annotations[hbv1.PricedMinResourcesAnnotation]; had && Finished(js) {
+		return nil
+	}
 	adm, err := r.admission(ctx, js.Namespace)
 	if err != nil {
 		return err
 	}
-	priced, err := MinResources(js, adm)
-	if err != nil {
+	if _, err := MinResources(js, adm); err != nil {
 		r.recorder.Event(js, corev1.EventTypeWarning, ReasonInvalidGang, "Trainer's PodGroup not priced: "+err.Error())
 		return nil //nolint:nilerr // bad input (the Event names the field and the fix): a retry cannot help
 	}
+	price, err := r.followPods(ctx, js, adm)
+	if err != nil {
+		return err
+	}
+	if price.FollowsOldInputs() {
+		r.reportKept(js, pg.Name, pg, price)
+	}
+	priced := price.MinResources
 	want := defaults.FormatResourceList(priced)
 	if pg.Annotations[hbv1.PricedMinResourcesAnnotation] == want && defaults.SameResourceList(pg.Spec.MinResources, priced) {
 		return nil
-	}
-	if _, had := pg.Annotations[hbv1.PricedMinResourcesAnnotation]; had {
-		keep, err := r.keepPrice(ctx, js, pg)
-		if err != nil || keep {
-			return err
-		}
 	}
 	orig := pg.DeepCopy()
 	if pg.Annotations == nil {

@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -35,88 +32,6 @@ import (
 	e2efw "github.com/hyperbatch/hyperbatch/test/e2e/framework"
 	itframework "github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
-
-// gangWatch records, from watches opened before anything is applied, the resourceVersion at which
-// the PodGroup first showed each phase, and each pod's resourceVersion at creation and at binding
-// (the first event with a nodeName). resourceVersions are etcd revisions, one counter for every
-// resource, so they order a binding against a pod's creation and a PodGroup's phase write.
-type gangWatch struct {
-	mu      sync.Mutex
-	phaseRV map[schedulingv1beta1.PodGroupPhase]uint64
-	created map[string]uint64
-	bound   map[string]uint64
-}
-
-func watchGangOf(t *testing.T, ns, pgName string) *gangWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	g := &gangWatch{phaseRV: map[schedulingv1beta1.PodGroupPhase]uint64{}, created: map[string]uint64{}, bound: map[string]uint64{}}
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &schedulingv1beta1.PodGroupList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		require.NoError(t, err)
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified {
-					continue
-				}
-				obj, ok := ev.Object.(client.Object)
-				if !ok {
-					continue
-				}
-				rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-				if err != nil {
-					continue
-				}
-				g.mu.Lock()
-				switch o := obj.(type) {
-				case *corev1.Pod:
-					if _, seen := g.created[o.Name]; !seen {
-						g.created[o.Name] = rv
-					}
-					if _, seen := g.bound[o.Name]; !seen && o.Spec.NodeName != "" {
-						g.bound[o.Name] = rv
-					}
-				case *schedulingv1beta1.PodGroup:
-					ph := o.Status.Phase
-					if _, seen := g.phaseRV[ph]; o.Name == pgName && ph != "" && !seen {
-						g.phaseRV[ph] = rv
-					}
-				}
-				g.mu.Unlock()
-			}
-		}()
-	}
-	return g
-}
-
-func (g *gangWatch) snapshot() (phaseRV map[schedulingv1beta1.PodGroupPhase]uint64, created, bound map[string]uint64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	phaseRV, created, bound = map[schedulingv1beta1.PodGroupPhase]uint64{}, map[string]uint64{}, map[string]uint64{}
-	for k, v := range g.phaseRV {
-		phaseRV[k] = v
-	}
-	for k, v := range g.created {
-		created[k] = v
-	}
-	for k, v := range g.bound {
-		bound[k] = v
-	}
-	return phaseRV, created, bound
-}
-
-// trainJobCondition is the status of the TrainJob's condition of that type ("" when it has none).
-func trainJobCondition(tj *unstructured.Unstructured, typ string) (status, reason string) {
-	conds, _, _ := unstructured.NestedSlice(tj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"])
-		}
-	}
-	return "", ""
-}
 
 // Trainer's 04-volcano-integration.yaml, unchanged, in a namespace whose policy gives a queue,
 // hyperbatch-scheduler and hard topology up to tier 2 (the README's policy): Trainer makes the
@@ -137,7 +52,7 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 	policy := journeyPolicy(t, ns, hbv1.PolicyDefaults{Queue: queue, SchedulerName: "hyperbatch-scheduler",
 		NetworkTopology: &hbv1.NetworkTopology{Mode: "hard", HighestTierAllowed: ptr.To[int32](2)}})
 	tree := readHyperNodeTree(t)
-	gang := watchGangOf(t, ns, name)
+	gang := itframework.WatchGang(t, wc, ns, name)
 	t.Cleanup(func() {
 		_, _ = primary.Kubectl("delete", "-n", ns, "-f", example, "--ignore-not-found", "--wait=false")
 	})
@@ -185,8 +100,7 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 
 	// Scheduled as a gang: 4 pods bound, none before all 4 existed and the PodGroup was Inqueue.
 	e2efw.Poll(t, 2*time.Minute, "the 4 pods of TrainJob "+name+" bound", func(context.Context) (bool, error) {
-		_, _, bound := gang.snapshot()
-		return len(bound) == 4, nil
+		return len(gang.Snapshot().Bound) == 4, nil
 	})
 	var pods corev1.PodList
 	require.NoError(t, c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}))
@@ -208,13 +122,8 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 		}
 	}
 	assert.NotEmpty(t, holder, "the gang's nodes %v are in no HyperNode of tier 2 or lower", nodes)
-	phaseRV, created, bound := gang.snapshot()
-	first := uint64(0)
-	for _, rv := range bound {
-		if first == 0 || rv < first {
-			first = rv
-		}
-	}
+	snap := gang.Snapshot()
+	phaseRV, created, first := snap.PhaseRV, snap.Created, snap.FirstBound()
 	require.Len(t, created, 4)
 	for p, rv := range created {
 		assert.Less(t, rv, first, "pod %s was created (resourceVersion %d) after the first binding (%d)", p, rv, first)
@@ -229,8 +138,8 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 		}
 		return workload.TrainJobFinishedAt(tj) != nil, nil
 	})
-	status, _ := trainJobCondition(tj, workload.TrainJobComplete)
-	failed, why := trainJobCondition(tj, workload.TrainJobFailed)
+	status, _, _ := itframework.TrainJobCondition(tj, workload.TrainJobComplete)
+	failed, why, _ := itframework.TrainJobCondition(tj, workload.TrainJobFailed)
 	require.Equal(t, "True", status, "TrainJob %s finished but is not Complete (Failed %s, reason %s)", name, failed, why)
 	e2efw.Poll(t, 60*time.Second, "the PodGroup Completed", func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)

@@ -174,8 +174,9 @@ func assertQty(t *testing.T, want string, list *corev1.ResourceList, name corev1
 }
 
 // LimitRange defaults and RuntimeClass overhead reach minResources; a LimitRange change is
-// recomputed while the PodGroup is not Running, and ignored once it is; the phase reaches the
-// JobSet as an Event.
+// recomputed while the gang has no pod, also when the PodGroup says Running (a phase is no proof of
+// pods: Trainer's PodGroup of a suspended TrainJob keeps it); the phase reaches the JobSet as an
+// Event.
 func TestMinResourcesFromLimitRangeAndRuntimeClass(t *testing.T) {
 	ns := namespace(t)
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
@@ -218,14 +219,16 @@ func TestMinResourcesFromLimitRangeAndRuntimeClass(t *testing.T) {
 	})
 
 	// Running (the PodGroup CRD has no status subresource; the test plays the scheduler's status
-	// writer): the phase reaches the JobSet as an Event, and LimitRange changes no longer apply.
+	// writer): the phase reaches the JobSet as an Event. No pod exists, so a LimitRange change still
+	// applies: the price follows the pods (TestLimitRangeKeepsPriceOfStartedGang keeps it).
 	update(t, pg, func() { pg.Status.Phase = schedulingv1beta1.PodGroupRunning })
 	ev := waitEvent(t, ns, "train", "PodGroupRunning")
 	assert.Contains(t, ev.Message, "Running")
-	afterReconcile(t, func() { update(t, lr, func() { lr.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU] = q("900m") }) })
-	pg, err := getPG(t, ns, "train")
-	require.NoError(t, err)
-	assertQty(t, "2600m", pg.Spec.MinResources, corev1.ResourceCPU)
+	update(t, lr, func() { lr.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU] = q("900m") })
+	pg = waitPG(t, ns, "train", func(pg *schedulingv1beta1.PodGroup) bool {
+		return pg.Spec.MinResources != nil && (*pg.Spec.MinResources).Cpu().Cmp(q("4200m")) == 0
+	})
+	assert.Equal(t, schedulingv1beta1.PodGroupRunning, pg.Status.Phase)
 	assert.Zero(t, writes.For("jobsets", "train"), "the controller must never write the JobSet")
 }
 

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -18,17 +17,6 @@ import (
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
-
-// trainerObject is an object of Kubeflow Trainer's API (trainer.kubeflow.org/v1alpha1), written as
-// unstructured: Trainer's Go module is a pinned tool (hack/tools/trainer), not a dependency of ours.
-func trainerObject(kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetAPIVersion("trainer.kubeflow.org/v1alpha1")
-	u.SetKind(kind)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
-}
 
 // A TrainJob whose ClusterTrainingRuntime names hyperbatch-scheduler: Trainer's controller (v2.3.0)
 // creates its JobSet, which becomes a gang: the PodGroup (minMember = the TrainJob's numNodes,

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,103 +15,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
-	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
-
-// gangLog records, from watches opened before the TrainJob is created, the PodGroup's phases in the
-// order they were written and, per pod, the resourceVersion of its creation and of its binding
-// (the first event with a nodeName). resourceVersions are etcd revisions: one counter for every
-// resource, so they order a pod's binding against the PodGroup's phase writes.
-type gangLog struct {
-	mu      sync.Mutex
-	phases  []schedulingv1beta1.PodGroupPhase
-	phaseRV map[schedulingv1beta1.PodGroupPhase]uint64
-	created map[string]uint64
-	bound   map[string]uint64
-}
-
-func watchGang(t *testing.T, ns, pgName string) *gangLog {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	g := &gangLog{phaseRV: map[schedulingv1beta1.PodGroupPhase]uint64{}, created: map[string]uint64{}, bound: map[string]uint64{}}
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &schedulingv1beta1.PodGroupList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		require.NoError(t, err)
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified {
-					continue
-				}
-				obj, _ := ev.Object.(client.Object)
-				rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-				if err != nil {
-					continue
-				}
-				g.mu.Lock()
-				switch o := ev.Object.(type) {
-				case *corev1.Pod:
-					if _, ok := g.created[o.Name]; !ok {
-						g.created[o.Name] = rv
-					}
-					if _, ok := g.bound[o.Name]; !ok && o.Spec.NodeName != "" {
-						g.bound[o.Name] = rv
-					}
-				case *schedulingv1beta1.PodGroup:
-					ph := o.Status.Phase
-					if o.Name == pgName && ph != "" && (len(g.phases) == 0 || g.phases[len(g.phases)-1] != ph) {
-						g.phases = append(g.phases, ph)
-						if _, ok := g.phaseRV[ph]; !ok {
-							g.phaseRV[ph] = rv
-						}
-					}
-				}
-				g.mu.Unlock()
-			}
-		}()
-	}
-	return g
-}
-
-func (g *gangLog) snapshot() (phases []schedulingv1beta1.PodGroupPhase, phaseRV map[schedulingv1beta1.PodGroupPhase]uint64, created, bound map[string]uint64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	phaseRV, created, bound = map[schedulingv1beta1.PodGroupPhase]uint64{}, map[string]uint64{}, map[string]uint64{}
-	for k, v := range g.phaseRV {
-		phaseRV[k] = v
-	}
-	for k, v := range g.created {
-		created[k] = v
-	}
-	for k, v := range g.bound {
-		bound[k] = v
-	}
-	return append([]schedulingv1beta1.PodGroupPhase(nil), g.phases...), phaseRV, created, bound
-}
-
-// waitPhase waits until the watch saw the PodGroup in phase.
-func (g *gangLog) waitPhase(t *testing.T, phase schedulingv1beta1.PodGroupPhase) {
-	t.Helper()
-	framework.Eventually(t, wait, "PodGroup phase "+string(phase), func(context.Context) (bool, error) {
-		_, rv, _, _ := g.snapshot()
-		_, ok := rv[phase]
-		return ok, nil
-	})
-}
 
 // playKubelet sets the phase of the bound pods of JobSet name, as the kubelet of a fake node would.
 func playKubelet(t *testing.T, cs kubernetes.Interface, ns, name string, phase corev1.PodPhase) {
@@ -221,15 +131,7 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, root))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), root) })
 
-	stopStatus, err := framework.StartManager(env.Config, func(mgr manager.Manager) error {
-		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
-		if err != nil {
-			return err
-		}
-		return r.SetupWithManager(mgr)
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, stopStatus()) })
+	startPodGroupStatus(t)
 	startSchedulerBinary(t)
 
 	rt := "hb-sched-" + ns
@@ -274,14 +176,14 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 	assert.Equal(t, 1, *pg.Spec.NetworkTopology.HighestTierAllowed)
 
 	// Pending (the queue's capability exceeded) with all 4 pods created: none is bound.
-	log.waitPhase(t, schedulingv1beta1.PodGroupPending)
+	log.WaitPhase(t, wait, schedulingv1beta1.PodGroupPending)
 	framework.Eventually(t, wait, "4 pods of TrainJob "+name, func(context.Context) (bool, error) {
-		_, _, created, _ := log.snapshot()
+		created := log.Snapshot().Created
 		return len(created) == 4, nil
 	})
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg))
 	require.Equal(t, schedulingv1beta1.PodGroupPending, pg.Status.Phase)
-	_, _, _, boundWhilePending := log.snapshot()
+	boundWhilePending := log.Snapshot().Bound
 	assert.Empty(t, boundWhilePending, "pods bound while the PodGroup was Pending")
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(queue), queue); err != nil {
@@ -293,7 +195,7 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 	opened := time.Now()
 
 	framework.Eventually(t, 2*wait, "4 bound pods of TrainJob "+name, func(context.Context) (bool, error) {
-		_, _, _, bound := log.snapshot()
+		bound := log.Snapshot().Bound
 		return len(bound) == 4, nil
 	})
 	placed := time.Since(opened)
@@ -304,7 +206,8 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 		assert.Equal(t, "hyperbatch-scheduler", p.Spec.SchedulerName, "pod %s", p.Name)
 		assert.Equal(t, "b", leafOf[p.Spec.NodeName], "pod %s on %s, outside leaf b", p.Name, p.Spec.NodeName)
 	}
-	_, phaseRV, createdRV, boundRV := log.snapshot()
+	snap := log.Snapshot()
+	phaseRV, createdRV, boundRV := snap.PhaseRV, snap.Created, snap.Bound
 	firstBind := uint64(0)
 	for _, rv := range boundRV {
 		if firstBind == 0 || rv < firstBind {
@@ -319,11 +222,11 @@ func TestTrainerPodGroupScheduledAsAGangInOneLeaf(t *testing.T) {
 	}
 
 	playKubelet(t, cs, ns, name, corev1.PodRunning)
-	log.waitPhase(t, schedulingv1beta1.PodGroupRunning)
+	log.WaitPhase(t, wait, schedulingv1beta1.PodGroupRunning)
 	playKubelet(t, cs, ns, name, corev1.PodSucceeded)
-	log.waitPhase(t, schedulingv1beta1.PodGroupCompleted)
+	log.WaitPhase(t, wait, schedulingv1beta1.PodGroupCompleted)
 	completed := time.Since(created)
-	phases, _, _, _ := log.snapshot()
+	phases := log.Snapshot().Phases
 	assert.Equal(t, []schedulingv1beta1.PodGroupPhase{schedulingv1beta1.PodGroupPending, schedulingv1beta1.PodGroupInqueue,
 		schedulingv1beta1.PodGroupRunning, schedulingv1beta1.PodGroupCompleted}, phases)
 

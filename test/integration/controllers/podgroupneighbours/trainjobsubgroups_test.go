@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,18 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/podgroup"
-	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 	hbwebhook "github.com/hyperbatch/hyperbatch/webhook"
@@ -76,65 +71,6 @@ func pinToFabric(t *testing.T, runtime *unstructured.Unstructured, prefix string
 			"template", "spec", "template", "spec", "tolerations"))
 	}
 	require.NoError(t, unstructured.SetNestedSlice(runtime.Object, rjs, "spec", "template", "spec", "replicatedJobs"))
-}
-
-// subGroupOrder records, from watches opened before the TrainJob is created, the resourceVersion at
-// which the PodGroup first carried a subGroupPolicy and at which each pod of the JobSet of its name
-// was created
-// (resourceVersions are etcd revisions: one counter for the whole cluster).
-type subGroupOrder struct {
-	mu       sync.Mutex
-	policyRV uint64
-	created  map[string]uint64
-}
-
-func watchSubGroupOrder(t *testing.T, ns, pgName string) *subGroupOrder {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	o := &subGroupOrder{created: map[string]uint64{}}
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &schedulingv1beta1.PodGroupList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		require.NoError(t, err)
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified {
-					continue
-				}
-				obj, _ := ev.Object.(client.Object)
-				rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-				if err != nil {
-					continue
-				}
-				o.mu.Lock()
-				switch x := ev.Object.(type) {
-				case *corev1.Pod:
-					if _, ok := o.created[x.Name]; !ok && x.Labels[jobsetv1alpha2.JobSetNameKey] == pgName {
-						o.created[x.Name] = rv
-					}
-				case *schedulingv1beta1.PodGroup:
-					if x.Name == pgName && len(x.Spec.SubGroupPolicy) > 0 && o.policyRV == 0 {
-						o.policyRV = rv
-					}
-				}
-				o.mu.Unlock()
-			}
-		}()
-	}
-	return o
-}
-
-func (o *subGroupOrder) snapshot() (uint64, map[string]uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make(map[string]uint64, len(o.created))
-	for k, v := range o.created {
-		out[k] = v
-	}
-	return o.policyRV, out
 }
 
 // trainJobEvent waits for an Event on the TrainJob with the reason and every fragment in its message.
@@ -214,15 +150,7 @@ func TestTrainJobSubGroups(t *testing.T) {
 		Scheduler("hyperbatch-scheduler").AllowedQueues(queue.Name).Obj())
 	const prefix = "tjsg"
 	rackOf := subGroupFabric(t, cs, ns, prefix, true)
-	stopStatus, err := framework.StartManager(env.Config, func(mgr manager.Manager) error {
-		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
-		if err != nil {
-			return err
-		}
-		return r.SetupWithManager(mgr)
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, stopStatus()) })
+	startPodGroupStatus(t)
 	startSchedulerBinary(t)
 
 	objs := exampleObjects(t, "trainjob-by-ranks.yaml", ns)
@@ -235,7 +163,7 @@ func TestTrainJobSubGroups(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, runtime))
 
 	// Trainer's PodGroup, with the podgroup controller held: the gate keeps the pods out.
-	order := watchSubGroupOrder(t, ns, tj.GetName())
+	order := watchGang(t, ns, tj.GetName())
 	hold.Hold()
 	t.Cleanup(hold.Release)
 	require.NoError(t, env.Client.Create(ctx, tj))
@@ -280,7 +208,8 @@ func TestTrainJobSubGroups(t *testing.T) {
 		assert.Equal(t, 1, *p.NetworkTopology.HighestTierAllowed)
 	}
 	inSpine1(t, "ranks", boundRacks(t, ns, tj.GetName(), rackOf, rankBlock))
-	policyRV, created := order.snapshot()
+	snap := order.Snapshot()
+	policyRV, created := snap.SubGroupRV, snap.Created
 	require.NotZero(t, policyRV)
 	require.Len(t, created, 8)
 	for p, rv := range created {

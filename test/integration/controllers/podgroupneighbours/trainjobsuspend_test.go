@@ -2,124 +2,25 @@ package podgroupneighbours
 
 import (
 	"context"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
-	"github.com/hyperbatch/hyperbatch/internal/scheme"
 	"github.com/hyperbatch/hyperbatch/internal/workload"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
-
-// priceLog records, from watches on the namespace opened before the resume, each write of the
-// PodGroup (its resourceVersion and minResources cpu) and each pod's creation (the resourceVersion of
-// its first event). resourceVersions are etcd revisions, one counter for every resource, so they order
-// a PodGroup write against a pod's creation.
-type priceLog struct {
-	mu     sync.Mutex
-	prices []priceWrite
-	pods   map[string]uint64
-}
-
-type priceWrite struct {
-	rv  uint64
-	cpu string
-}
-
-func watchPrices(t *testing.T, ns, pgName string) *priceLog {
-	t.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	l := &priceLog{pods: map[string]uint64{}}
-	for _, list := range []client.ObjectList{&corev1.PodList{}, &schedulingv1beta1.PodGroupList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		require.NoError(t, err)
-		t.Cleanup(w.Stop)
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type != watch.Added && ev.Type != watch.Modified {
-					continue
-				}
-				obj, ok := ev.Object.(client.Object)
-				if !ok {
-					continue
-				}
-				rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-				if err != nil {
-					continue
-				}
-				l.mu.Lock()
-				switch o := obj.(type) {
-				case *corev1.Pod:
-					if _, seen := l.pods[o.Name]; !seen {
-						l.pods[o.Name] = rv
-					}
-				case *schedulingv1beta1.PodGroup:
-					if o.Name == pgName && o.Spec.MinResources != nil {
-						cpu := (*o.Spec.MinResources)[corev1.ResourceCPU]
-						l.prices = append(l.prices, priceWrite{rv: rv, cpu: cpu.String()})
-					}
-				}
-				l.mu.Unlock()
-			}
-		}()
-	}
-	return l
-}
-
-// pricedBefore is the resourceVersion of the first PodGroup write with minResources cpu want, and
-// the lowest resourceVersion of a pod's creation (0 when none).
-func (l *priceLog) pricedBefore(want string) (priced, firstPod uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := resource.MustParse(want)
-	for _, p := range l.prices {
-		if priced == 0 && w.Cmp(resource.MustParse(p.cpu)) == 0 {
-			priced = p.rv
-		}
-	}
-	for _, rv := range l.pods {
-		if firstPod == 0 || rv < firstPod {
-			firstPod = rv
-		}
-	}
-	return priced, firstPod
-}
-
-// trainJobConditionTime is the lastTransitionTime of the TrainJob's condition typ with status
-// (nil when it has none).
-func trainJobConditionTime(tj *unstructured.Unstructured, typ, status string) *time.Time {
-	conds, _, _ := unstructured.NestedSlice(tj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != typ || m["status"] != status {
-			continue
-		}
-		s, _ := m["lastTransitionTime"].(string)
-		if ts, err := time.Parse(time.RFC3339, s); err == nil {
-			return &ts
-		}
-	}
-	return nil
-}
 
 // A TrainJob whose runtime has podGroupPolicy.volcano, created suspended with
 // activeDeadlineSeconds, with the real Trainer (v2.3.0), JobSet and Job controllers:
@@ -143,22 +44,7 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, lr))
 
 	rt := "hb-suspend-" + ns
-	runtime := trainerObject("ClusterTrainingRuntime", "", rt, map[string]any{
-		"mlPolicy":       map[string]any{"numNodes": int64(1)},
-		"podGroupPolicy": map[string]any{"volcano": map[string]any{}},
-		"template": map[string]any{"spec": map[string]any{"replicatedJobs": []any{map[string]any{
-			"name": "node",
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-				"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-					// No requests: the pods' cpu comes from the namespace's LimitRange.
-					"containers": []any{map[string]any{"name": "node", "image": "busybox"}},
-				}}},
-			},
-		}}}},
-	})
-	require.NoError(t, env.Client.Create(ctx, runtime))
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), runtime) })
+	volcanoRuntime(t, rt, nil)
 
 	const name, deadline = "sr", 15
 	tj := trainerObject("TrainJob", ns, name, map[string]any{
@@ -180,18 +66,7 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 	require.NotNil(t, metav1.GetControllerOf(pg))
 	assert.Equal(t, "TrainJob", metav1.GetControllerOf(pg).Kind)
 	assert.Equal(t, int32(3), pg.Spec.MinMember)
-	framework.Eventually(t, wait, "the JobSet's Job marked Suspended by the Job controller", func(ctx context.Context) (bool, error) {
-		var jobs batchv1.JobList
-		if err := env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil || len(jobs.Items) != 1 {
-			return false, err
-		}
-		for _, c := range jobs.Items[0].Status.Conditions {
-			if c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitJobSuspended(t, ns, name)
 	pods, err := jobSetPods(ctx, ns, name)
 	require.NoError(t, err)
 	require.Empty(t, pods, "pods of a suspended TrainJob")
@@ -214,14 +89,12 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 	require.Nil(t, workload.TrainJobFinishedAt(cur), "Trainer counted the deadline while the TrainJob was suspended")
 
 	// The LimitRange changes while suspended: with no pod yet, the PodGroup is re-priced before the
-	// resume. (Resumed within a controller hop of the LimitRange write, the pods can come first and
-	// the gang keeps its old price as any started gang does: seen once in CI under load, see
-	// docs/podgroup.md.)
-	rec := watchPrices(t, ns, name)
+	// resume. (Resumed within a controller hop of the LimitRange write, the pods can come first; the
+	// price then follows them: TestTrainJobResumedInTheInstantOfALimitRangeChange.)
+	rec := watchGang(t, ns, name)
 	require.NoError(t, mutate(ctx, lr, func() { lr.Spec.Limits[0].DefaultRequest[corev1.ResourceCPU] = resource.MustParse("250m") }))
 	framework.Eventually(t, wait, "the suspended TrainJob's PodGroup re-priced at 3 × 250m", func(context.Context) (bool, error) {
-		priced, _ := rec.pricedBefore("750m")
-		return priced != 0, nil
+		return rec.Snapshot().FirstPrice("750m") != 0, nil
 	})
 	resumed := time.Now()
 	require.NoError(t, mutate(ctx, tj, func() { _ = unstructured.SetNestedField(tj.Object, false, "spec", "suspend") }))
@@ -237,12 +110,11 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 		assert.Equal(t, name, p.Annotations[defaults.GroupNameAnnotation], "pod %s is not in Trainer's PodGroup", p.Name)
 	}
 	framework.Eventually(t, 10*time.Second, "the watch to deliver the pods' creation", func(context.Context) (bool, error) {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return len(rec.pods) == 3, nil
+		return len(rec.Snapshot().Created) == 3, nil
 	})
-	priced, firstPod := rec.pricedBefore("750m")
-	require.NotZero(t, priced, "the PodGroup was never priced at 3 × 250m (writes seen: %+v)", rec.prices)
+	snap := rec.Snapshot()
+	priced, firstPod := snap.FirstPrice("750m"), snap.FirstCreated()
+	require.NotZero(t, priced, "the PodGroup was never priced at 3 × 250m (writes seen: %+v)", snap.Prices)
 	assert.Less(t, priced, firstPod, "the PodGroup got 3 × 250m (resourceVersion %d) after the first pod was created (%d)", priced, firstPod)
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pg), pg))
 	cpu := (*pg.Spec.MinResources)[corev1.ResourceCPU]
@@ -251,7 +123,8 @@ func TestTrainJobSuspendResumeWithVolcanoPodGroup(t *testing.T) {
 	// The deadline counts from the resume.
 	failed, reason := waitTrainJobFailed(t, ns, name)
 	assert.Equal(t, "DeadlineExceeded", reason)
-	failedAt := trainJobConditionTime(failed, workload.TrainJobFailed, "True")
+	status, _, failedAt := framework.TrainJobCondition(failed, workload.TrainJobFailed)
+	require.Equal(t, "True", status)
 	require.NotNil(t, failedAt)
 	// Condition times have whole seconds: allow one.
 	assert.GreaterOrEqual(t, failedAt.Sub(resumed), (deadline-1)*time.Second, "Failed %s after the resume, before its %ds deadline", failedAt.Sub(resumed), deadline)
