@@ -87,8 +87,12 @@ func excludedByTaint(pod *corev1.Pod, nodes []fwk.NodeInfo) string {
 		}
 		parts[i] = fmt.Sprintf("%s on %s (%s)", u, nodeList(u.Nodes), taintRemedy(u))
 	}
-	return fmt.Sprintf("%d of the %d nodes the pods may otherwise use are excluded by taints the pods do not tolerate: %s",
-		len(excluded), len(admitted), strings.Join(parts, "; "))
+	verb := "are"
+	if len(excluded) == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%d of the %d nodes the pods may otherwise use %s excluded by taints the pods do not tolerate: %s",
+		len(excluded), len(admitted), verb, strings.Join(parts, "; "))
 }
 
 // nodeList names at most 4 nodes, then how many more.

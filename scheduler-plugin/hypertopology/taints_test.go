@@ -119,7 +119,7 @@ func TestUnreachableNodeIsNamedWhenTheGangDoesNotFit(t *testing.T) {
 	if assert.NotNil(t, status) {
 		msg := status.Message()
 		assert.Contains(t, msg, "no tier-2 HyperNode has room for 4 pods (the best: spine has room for 2 of them)")
-		assert.Contains(t, msg, "; 1 of the 2 nodes the pods may otherwise use are excluded by taints the pods do not tolerate: "+
+		assert.Contains(t, msg, "; 1 of the 2 nodes the pods may otherwise use is excluded by taints the pods do not tolerate: "+
 			"node.kubernetes.io/unreachable:NoSchedule on n1 (the node controller's taint: the node's kubelet stopped reporting (Ready=Unknown); it is lifted when the node is Ready again)")
 		assert.NotContains(t, msg, "NoExecute", "the pods tolerate the NoExecute taint (300 s)")
 		assert.NotContains(t, msg, "infra", "a node the nodeSelector leaves out is not named")
@@ -137,7 +137,7 @@ func TestUnreachableNodeIsNamedWhenTheGangDoesNotFit(t *testing.T) {
 
 	// The same with a not-ready node (Ready=False): the other node controller taint, named the same way.
 	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
-	assert.Equal(t, "1 of the 2 nodes the pods may otherwise use are excluded by taints the pods do not tolerate: "+
+	assert.Equal(t, "1 of the 2 nodes the pods may otherwise use is excluded by taints the pods do not tolerate: "+
 		"node.kubernetes.io/not-ready:NoSchedule on n1 (the node controller's taint: the node is not Ready (Ready=False); it is lifted when the node is Ready again)",
 		excludedByTaint(members[0], []fwk.NodeInfo{nodes[0], node("n1", "worker", notReady), nodes[2]}))
 	assert.Empty(t, excludedByTaint(members[0], nodes), "no node the pods may use is tainted")
