@@ -91,7 +91,7 @@ func TestGangWithNotReadyNode(t *testing.T) {
 			t.Errorf("start-kubelet in cleanup: %v\n%s", err, out)
 		}
 	})
-	nr.waitNode("real-node-1", true, 2*time.Minute)
+	nr.waitNode(true, 2*time.Minute)
 	nr.cpu = nr.podCPU()
 	t.Logf("pod request %s cpu: 2 per real node, not 3", nr.cpu.String())
 
@@ -144,7 +144,7 @@ func (nr *notReadyRun) notReadyBeforeGang(name string) roundA {
 	t := nr.t
 	var m roundA
 	stopped := nr.stopKubelet()
-	nr.waitNode("real-node-1", false, 3*time.Minute)
+	nr.waitNode(false, 3*time.Minute)
 	m.notReady = time.Since(stopped)
 	t.Logf("%s: real-node-1 Unknown and tainted %s %s after its kubelet stopped", name, unreachableTaint, m.notReady.Round(time.Millisecond))
 
@@ -164,7 +164,7 @@ func (nr *notReadyRun) notReadyBeforeGang(name string) roundA {
 	}
 
 	started := nr.startKubelet()
-	nr.waitNode("real-node-1", true, 2*time.Minute)
+	nr.waitNode(true, 2*time.Minute)
 	m.ready = time.Since(started)
 	g.waitRunning(4, 3*time.Minute)
 	m.bound, m.running = g.allBoundAt().Sub(started), g.allRunningAt().Sub(started)
@@ -202,7 +202,7 @@ func (nr *notReadyRun) notReadyAfterBinding(name string) roundB {
 	b.boundAtStop = g.boundCount()
 	stopped := nr.stopKubelet()
 	t.Logf("%s: real-node-1's kubelet stopped with %d of 4 pods bound", name, b.boundAtStop)
-	nr.waitNode("real-node-1", false, 3*time.Minute)
+	nr.waitNode(false, 3*time.Minute)
 	if n := g.boundCount(); n != 4 {
 		t.Fatalf("%s: %d of 4 pods bound once real-node-1 was unreachable: a partly bound gang (%v)", name, n, g.bindings())
 	}
@@ -211,7 +211,7 @@ func (nr *notReadyRun) notReadyAfterBinding(name string) roundB {
 	g.waitRunningOn("real-node-0", 2, 2*time.Minute)
 	b.runningWhileDown = 2
 	started := nr.startKubelet()
-	nr.waitNode("real-node-1", true, 2*time.Minute)
+	nr.waitNode(true, 2*time.Minute)
 	g.waitSucceeded(4, 3*time.Minute)
 	b.succeeded = g.allSucceededAt().Sub(started)
 	b.startedAfter, b.startedBefore = nr.containerStarts(name, "real-node-1", stopped, started)
@@ -240,10 +240,14 @@ func (nr *notReadyRun) startKubelet() time.Time {
 	return at
 }
 
-// waitNode waits until node is Ready with neither node controller taint (ready), or is not Ready
-// (Unknown or False) and tainted node.kubernetes.io/unreachable or not-ready NoSchedule (!ready).
-func (nr *notReadyRun) waitNode(name string, ready bool, timeout time.Duration) {
+// stoppedNode is the real node whose kubelet the test stops and starts (--node 1).
+const stoppedNode = "real-node-1"
+
+// waitNode waits until stoppedNode is Ready with neither node controller taint (ready), or is not
+// Ready (Unknown or False) and tainted node.kubernetes.io/unreachable or not-ready NoSchedule (!ready).
+func (nr *notReadyRun) waitNode(ready bool, timeout time.Duration) {
 	nr.t.Helper()
+	name := stoppedNode
 	deadline := time.Now().Add(timeout)
 	for {
 		n, err := nr.cs.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
