@@ -149,8 +149,17 @@ func (l layout) upStandalone(ctx context.Context, s *localproc.Session, cl local
 			[]string{"--kubelet-client-certificate=" + p.AdminCert, "--kubelet-client-key=" + p.AdminKey,
 				// The nodes' names resolve nowhere; their InternalIPs are addresses of the bridge.
 				"--kubelet-preferred-address-types=InternalIP"},
-			// The chart's Deployments (chart mode) need the deployment and replicaset controllers.
-			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller"})
+			// The chart's Deployments (chart mode) need the deployment and replicaset controllers. A
+			// node whose kubelet stops must go NotReady as in any cluster: the node lifecycle
+			// controller marks it Unknown once its Lease is older than the grace period (default
+			// 50 s) and taints it node.kubernetes.io/unreachable (NoSchedule, NoExecute); the
+			// taint eviction controller deletes its pods once their toleration (300 s by the
+			// DefaultTolerationSeconds admission plugin) runs out. kwok renews its nodes' Leases (keepKwokNodesAlive).
+			[]string{"root-ca-certificate-publisher-controller", "endpointslice-controller", "deployment-controller", "replicaset-controller",
+				"node-lifecycle-controller", "taint-eviction-controller"})
+		if err == nil {
+			keepKwokNodesAlive(core)
+		}
 	}
 	if err != nil {
 		return err
@@ -466,3 +475,17 @@ func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) 
 func logTail(path string) string { return localproc.LogTail(path, localproc.TailLines) }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
+
+// keepKwokNodesAlive makes kwok hold a Lease for each of its nodes (kube-node-lease, 40 s, renewed
+// as a kubelet does) when the node lifecycle controller runs: kwok's default stages refresh a node's
+// status only every 10-20 minutes, so without a Lease the controller marked the kwok nodes Unknown
+// (and tainted them unreachable) 50 s after their creation until kwok's next status write.
+func keepKwokNodesAlive(core []localproc.Stage) {
+	for _, st := range core {
+		for i := range st {
+			if st[i].Name == "kwok" {
+				st[i].Args = append(st[i].Args, "--node-lease-duration-seconds=40")
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@
 //	go run ./hack/localcluster down [--dir _output/local]
 //	go run ./hack/localcluster status [--dir _output/local]
 //	go run ./hack/localcluster load-images [--dir _output/local] [--images _output/images]
+//	go run ./hack/localcluster stop-kubelet|start-kubelet --node 1 [--dir _output/local]
 //
 // Everything listens on 127.0.0.1 only, except with --real-nodes: the API server and the kubelets
 // listen on addresses of the pods' bridge hb0 (10.244.0.0/16), local to this machine. `make run` and
@@ -43,6 +44,8 @@ commands:
   down    stop every process of the cluster, free its ports, remove its etcd data
   status  show which components run
   load-images  import make images' archives (_output/images/) into every real node's containerd
+  stop-kubelet   stop one real node's kubelet (its containerd and containers keep running): the node goes NotReady
+  start-kubelet  start that kubelet again, as up started it
 
 run "localcluster <command> -h" for the flags of a command
 `
@@ -79,6 +82,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 		real     *int
 		chart    *bool
 		images   *string
+		node     *int
 		nb       neighbourOptions
 	)
 	imagesFlag := func() *string {
@@ -101,6 +105,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 		real = fs.Int("real-nodes", 0, "also start this many real nodes (2..8: kubelets with containerd, runc and the CNI bridge, one kube-proxy; needs root, `make images` and hack/realnodes-prereqs.sh; docs/development.md)")
 	case "load-images":
 		images = imagesFlag()
+	case "stop-kubelet", "start-kubelet":
+		node = fs.Int("node", -1, "the real node whose kubelet to stop or start (i of real-node-<i>)")
 	case "down", "status":
 	case "-h", "--help", "help":
 		fmt.Print(usage)
@@ -129,6 +135,10 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return down(l)
 	case "load-images":
 		return loadImages(ctx, l)
+	case "stop-kubelet":
+		return stopKubelet(l, *node)
+	case "start-kubelet":
+		return startKubelet(ctx, l, *node)
 	default:
 		return status(ctx, l)
 	}

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -268,4 +270,79 @@ func TestRecorderThrottlesAlternatingMessages(t *testing.T) {
 	r.mu.Lock()
 	assert.Len(t, r.last, 1)
 	r.mu.Unlock()
+}
+
+// A node holding a gang's reservations at Permit that the node controller finds not Ready (its
+// kubelet stopped: node.kubernetes.io/unreachable:NoSchedule) releases and re-plans the gang, as a
+// node leaving the cluster does: binding it would put pods on a node that cannot run them (issue
+// 36). A gang Permit already allowed is left alone (its pods are binding), and so is a pod that
+// tolerates the taint.
+func TestNotReadyNodeReleasesWaitingGang(t *testing.T) {
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	setup := func(t *testing.T) (*Plugin, *fakeHandle, []*corev1.Pod, cache.Indexer) {
+		p, h, pods, _ := permitFixture(t, 3, "a", "b", "c")
+		p.tree = topology.NewCache()
+		idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+		for _, n := range []string{"n1", "n2"} {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+			p.tree.AddOrUpdateNode(node)
+			require.NoError(t, idx.Add(node))
+		}
+		p.tree.AddOrUpdateHyperNode(leafHN("s1", "n1", "n2"))
+		p.nodes = corelisters.NewNodeLister(idx)
+		key := gang.Key{Namespace: "ns", Name: "g"}
+		p.res.Assume(key, pods[0], "n1")
+		p.res.Assume(key, pods[1], "n2")
+		return p, h, pods, idx
+	}
+	taint := func(t *testing.T, idx cache.Indexer, name string, taints ...corev1.Taint) {
+		require.NoError(t, idx.Update(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}}))
+	}
+	key := gang.Key{Namespace: "ns", Name: "g"}
+
+	t.Run("released", func(t *testing.T) {
+		p, h, pods, idx := setup(t)
+		wa, wb := h.add(pods[0]), h.add(pods[1])
+		p.revalidateWaiting(klog.Background())
+		require.False(t, wa.rejected || wb.rejected, "released while both nodes are Ready")
+		// A user's NoSchedule taint does not release a reservation (kube-scheduler binds through it too).
+		taint(t, idx, "n2", corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule})
+		p.revalidateWaiting(klog.Background())
+		require.False(t, wa.rejected || wb.rejected, "released for a taint other than the node controller's")
+
+		taint(t, idx, "n2", unreachable, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+		p.revalidateWaiting(klog.Background())
+		assert.True(t, wa.rejected && wb.rejected, "the whole gang waiting on the unreachable n2 is released")
+		assert.Zero(t, len(p.res.Assumed(key)), "reservations forgotten")
+		assert.True(t, h.activated["ns/a"] && h.activated["ns/b"] && h.activated["ns/c"], "the gang's pods are re-activated")
+		assert.Equal(t, "", func() string { n, _ := p.notReadyReservation(key); return n }(), "nothing reserved any more")
+	})
+	t.Run("allowed gang kept", func(t *testing.T) {
+		p, h, pods, idx := setup(t)
+		wa, wb := h.add(pods[0]), h.add(pods[1])
+		wa.allowed, wb.allowed = true, true
+		p.res.MarkAllowed(key, pods[0].UID)
+		p.res.MarkAllowed(key, pods[1].UID)
+		taint(t, idx, "n2", unreachable)
+		p.revalidateWaiting(klog.Background())
+		assert.False(t, wa.rejected || wb.rejected, "an allowed gang is binding: never released")
+		assert.Len(t, p.res.Assumed(key), 2)
+	})
+	t.Run("tolerated", func(t *testing.T) {
+		p, h, pods, idx := setup(t)
+		for _, pd := range pods[:2] {
+			pd.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists}}
+		}
+		wa, wb := h.add(pods[0]), h.add(pods[1])
+		taint(t, idx, "n2", unreachable)
+		p.revalidateWaiting(klog.Background())
+		assert.False(t, wa.rejected || wb.rejected, "pods that tolerate the taint keep their reservations")
+	})
+	t.Run("not-ready names the node", func(t *testing.T) {
+		p, _, _, idx := setup(t)
+		taint(t, idx, "n1", corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+		n, tn := p.notReadyReservation(key)
+		assert.Equal(t, "n1", n)
+		assert.Equal(t, "node.kubernetes.io/not-ready:NoSchedule", tn)
+	})
 }

@@ -51,6 +51,8 @@ func (p *Plugin) planFor(ctx context.Context, pod *corev1.Pod, spec *gang.Spec, 
 			if errors.As(err, &u) {
 				if note := noUsableNode(pod, nodes); note != "" {
 					u.Msg = note // names the taints instead of calling the pod too big
+				} else if note := excludedByTaint(pod, nodes); note != "" {
+					u.Msg += "; " + note // a NotReady node is excluded, not full
 				}
 			}
 			status = fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("gang %s (%s) waits: %v", spec.Key, limit.Describe, err))

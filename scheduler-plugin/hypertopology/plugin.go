@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -70,6 +71,9 @@ type Plugin struct {
 	queues schedlisters.QueueLister
 	pdbs   policylisters.PodDisruptionBudgetLister
 	pods   cache.Indexer
+	// nodes is the scheduler's Node lister: the taints of nodes holding reservations at Permit
+	// (nil: not checked).
+	nodes  corelisters.NodeLister
 	events *recorder
 	// placements writes why a gang waits, in numbers, on its PodGroup (placement.go); nil writes nothing.
 	placements *placementWriter
@@ -157,6 +161,7 @@ func newWithInformers(ctx context.Context, a *args.HyperTopologyArgs, h fwk.Hand
 	p.queues = vf.Scheduling().V1beta1().Queues().Lister()
 	p.pdbs = h.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	nodeInformer := h.SharedInformerFactory().Core().V1().Nodes().Informer()
+	p.nodes = h.SharedInformerFactory().Core().V1().Nodes().Lister()
 	if err := p.tree.AddEventHandlers(hnInformer, nodeInformer); err != nil {
 		return nil, err
 	}

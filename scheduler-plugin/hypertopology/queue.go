@@ -10,10 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/hyperbatch/hyperbatch/internal/gangcontract"
@@ -294,6 +296,12 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 				release = append(release, verdict{key, fmt.Sprintf("node %s left the cluster while the gang waited", n)})
 				continue
 			}
+			// A reservation on a node the node controller found not Ready would bind the gang's
+			// pods to a node that cannot run them; re-plan the gang while none of it is bound.
+			if n, taint := p.notReadyReservation(key); n != "" {
+				release = append(release, verdict{key, fmt.Sprintf("node %s became NotReady (%s) while the gang waited", n, taint)})
+				continue
+			}
 			pl := p.getPlan(key)
 			if pl == nil || pl.treeGen == gen {
 				continue
@@ -342,6 +350,52 @@ func (p *Plugin) revalidateWaiting(logger klog.Logger) {
 			p.events.gang(&s, nil, corev1.EventTypeWarning, ReasonGangReleased, msg)
 		}
 	}
+}
+
+// notReadyReservation returns a node holding one of the gang's reservations that carries the node
+// controller's node.kubernetes.io/unreachable or not-ready NoSchedule taint, which the reserved pod
+// does not tolerate, with the taint; "" when there is none, or when Permit already allowed the gang
+// (its pods are binding: they cannot be released, and a release must never split a gang).
+func (p *Plugin) notReadyReservation(key gang.Key) (string, string) {
+	if p.nodes == nil {
+		return "", ""
+	}
+	res := p.res.Assumed(key)
+	for _, a := range res {
+		if a.Allowed {
+			return "", ""
+		}
+	}
+	logger := klog.Background()
+	cmpOps := utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators)
+	var hits []string
+	taintOf := map[string]string{}
+	for _, a := range res {
+		if _, seen := taintOf[a.Node]; seen {
+			continue
+		}
+		taintOf[a.Node] = ""
+		node, err := p.nodes.Get(a.Node)
+		if err != nil {
+			continue // gone: vanishedNode's case once the tree sees it
+		}
+		for i := range node.Spec.Taints {
+			t := &node.Spec.Taints[i]
+			if t.Effect != corev1.TaintEffectNoSchedule || t.Key != corev1.TaintNodeUnreachable && t.Key != corev1.TaintNodeNotReady {
+				continue
+			}
+			if !corev1helpers.TolerationsTolerateTaint(logger, a.Pod.Spec.Tolerations, t, cmpOps) {
+				taintOf[a.Node] = t.Key + ":" + string(t.Effect)
+				hits = append(hits, a.Node)
+				break
+			}
+		}
+	}
+	if len(hits) == 0 {
+		return "", ""
+	}
+	sort.Strings(hits)
+	return hits[0], taintOf[hits[0]]
 }
 
 // vanishedNode returns a node holding one of the gang's reservations that the tree no longer knows

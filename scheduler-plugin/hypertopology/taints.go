@@ -2,9 +2,11 @@ package hypertopology
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/features"
 
@@ -52,4 +54,64 @@ func noUsableNode(pod *corev1.Pod, nodes []fwk.NodeInfo) string {
 		msg += fmt.Sprintf("%d node(s) do not match the pods' nodeSelector or required node affinity", rest)
 	}
 	return msg
+}
+
+// excludedByTaint is the note added to the waiting message of a gang that some nodes could run but
+// that does not fit: the nodes its pods would otherwise use (their nodeSelector and required node
+// affinity admit them) that a taint the pods do not tolerate, or a cordon, keeps the gang off. A
+// node whose kubelet stopped carries the node controller's node.kubernetes.io/unreachable taint;
+// without this note the gang's message only said that no HyperNode had room, as if the node were
+// full. "" when no such node exists.
+func excludedByTaint(pod *corev1.Pod, nodes []fwk.NodeInfo) string {
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var admitted []*corev1.Node
+	for _, ni := range nodes {
+		n := ni.Node()
+		if n == nil {
+			continue
+		}
+		if ok, _ := aff.Match(n); ok {
+			admitted = append(admitted, n)
+		}
+	}
+	taints := gangcontract.UntoleratedTaints(admitted, pod.Spec.Tolerations,
+		utilfeature.DefaultFeatureGate.Enabled(features.TaintTolerationComparisonOperators))
+	if len(taints) == 0 {
+		return ""
+	}
+	excluded := map[string]bool{}
+	parts := make([]string, len(taints))
+	for i, u := range taints {
+		for _, n := range u.Nodes {
+			excluded[n] = true
+		}
+		parts[i] = fmt.Sprintf("%s on %s (%s)", u, nodeList(u.Nodes), taintRemedy(u))
+	}
+	verb := "are"
+	if len(excluded) == 1 {
+		verb = "is"
+	}
+	return fmt.Sprintf("%d of the %d nodes the pods may otherwise use %s excluded by taints the pods do not tolerate: %s",
+		len(excluded), len(admitted), verb, strings.Join(parts, "; "))
+}
+
+// nodeList names at most 4 nodes, then how many more.
+func nodeList(nodes []string) string {
+	if len(nodes) <= 4 {
+		return strings.Join(nodes, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:4], ", "), len(nodes)-4)
+}
+
+// taintRemedy is what admits the pods again. The node lifecycle controller's taints for a node that
+// is not Ready are lifted when the node is Ready again; tolerating them would put the gang on a node
+// that cannot run it, so the toleration is not offered for them.
+func taintRemedy(u gangcontract.UntoleratedTaint) string {
+	switch u.Key {
+	case corev1.TaintNodeUnreachable:
+		return "the node controller's taint: the node's kubelet stopped reporting (Ready=Unknown); it is lifted when the node is Ready again"
+	case corev1.TaintNodeNotReady:
+		return "the node controller's taint: the node is not Ready (Ready=False); it is lifted when the node is Ready again"
+	}
+	return u.Remedy()
 }

@@ -161,7 +161,7 @@ func TestCLIExplainHyperJobSplit(t *testing.T) {
 	hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: "split", Namespace: ns}, Spec: trainingv1alpha1.HyperJobSpec{
 		ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "trainer", Replicas: 3, ClusterNames: []string{"member-a", "member-b"},
 			TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 2, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 2,
-				Template: builders.PodTemplate("registry.k8s.io/pause:3.10", 4)}}}}}}}
+				Template: builders.PodTemplate(e2efw.Workload().Image, 4)}}}}}}}
 	require.NoError(t, c.Create(context.Background(), hj))
 	e2efw.Poll(t, 60*time.Second, "3 children", func(ctx context.Context) (bool, error) {
 		var jobs batchv1alpha1.JobList

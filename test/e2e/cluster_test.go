@@ -24,11 +24,13 @@ import (
 // A pod that names hyperbatch-scheduler is bound by it and reaches Running.
 func TestHyperbatchSchedulerRunsAPod(t *testing.T) {
 	ns := primary.Namespace(t)
+	n := e2efw.Workload()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns}, Spec: corev1.PodSpec{
 		SchedulerName: "hyperbatch-scheduler",
 		Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		Containers:    []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+		Containers:    []corev1.Container{n.RunningContainer("pause", 10*time.Minute)},
 	}}
+	n.Apply(&pod.Spec)
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}

@@ -63,7 +63,7 @@ func TestDiscoveredTreePlacesGang(t *testing.T) {
 			Spec: corev1.PodSpec{
 				SchedulerName: "hyperbatch-scheduler",
 				Tolerations:   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+				Containers: []corev1.Container{{Name: "pause", Image: e2efw.Workload().Image,
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20")}}}},
 			},
 		}

@@ -26,7 +26,7 @@ func TestHyperJobChildrenLifecycle(t *testing.T) {
 		ReplicatedJobs: []trainingv1alpha1.ReplicatedJob{{Name: "trainer", Replicas: 3, ClusterNames: []string{"member-a", "member-b"},
 			TemplateSpec: batchv1alpha1.JobSpec{MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1,
 				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}}}}},
+					Containers: []corev1.Container{{Name: "c", Image: e2efw.Workload().Image}}}}}}}}},
 	}}
 	if err := c.Create(ctx, hj); err != nil {
 		t.Fatal(err)

@@ -54,10 +54,10 @@ spec:
     template:
       spec:
         restartPolicy: Never
-        containers:
+%s        containers:
         - name: c
-          image: registry.k8s.io/pause:3.10
-`, ns)), 0o600); err != nil {
+          image: %s
+`, ns, e2efw.Workload().PodSpecYAML(8), e2efw.Workload().Image)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	check := func(step string) {

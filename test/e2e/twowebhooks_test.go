@@ -123,7 +123,7 @@ func TestTwoWebhooksVolcanoValidationMessage(t *testing.T) {
 
 	bad := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-big"}, Spec: batchv1alpha1.JobSpec{
 		MinAvailable: 5, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}}}}
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: e2efw.Workload().Image}}}}}}}}
 	err := c.Create(context.Background(), bad)
 	require.Error(t, err, "Volcano's validation must refuse minAvailable > replicas")
 	assert.Contains(t, err.Error(), "validatejob.volcano.sh")

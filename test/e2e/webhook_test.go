@@ -55,7 +55,8 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 	var pod *corev1.Pod
 	e2efw.Poll(t, 30*time.Second, "a Pod defaulted by the webhook", func(ctx context.Context) (bool, error) {
 		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "bare-", Namespace: ns}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}}}
+			Containers: []corev1.Container{e2efw.Workload().RunningContainer("pause", 10*time.Minute)}}}
+		e2efw.Workload().Apply(&pod.Spec)
 		if err := c.Create(ctx, pod); err != nil {
 			return false, err
 		}
@@ -83,7 +84,8 @@ func TestPolicyDefaultsReachWorkloads(t *testing.T) {
 
 	job := &batchv1alpha1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns}, Spec: batchv1alpha1.JobSpec{
 		MinAvailable: 1, Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}}}}
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: e2efw.Workload().Image}}}}}}}}
+	e2efw.Workload().Apply(&job.Spec.Tasks[0].Template.Spec)
 	if err := c.Create(ctx, job); err != nil {
 		t.Fatalf("create Volcano Job: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -76,6 +77,52 @@ func TestNodeLeavingReplansWaitingGang(t *testing.T) {
 	createPods(t, gangPod(test, ns, "g", "g-real"))
 	for p, n := range waitBound(t, ns, "g", 4, 60*time.Second) {
 		require.NotEqual(t, gone, n, "pod %s bound to the deleted node", p)
+	}
+}
+
+// A node found not Ready (the node controller's node.kubernetes.io/unreachable:NoSchedule, put on
+// by hand here: no node controller runs in this suite; test/e2e/realnodes TestGangWithNotReadyNode
+// stops a real kubelet) while a gang waits at Permit on it re-plans the gang onto the remaining
+// nodes before the Permit timeout, instead of binding pods to a node that cannot run them.
+func TestNotReadyNodeReplansWaitingGang(t *testing.T) {
+	dumpLogOnFailure(t)
+	const test = "notready"
+	ns := namespace(t, "t-notready")
+	buildTree(t, test, 1, 2)
+
+	podGroup(t, ns, "g", 4, nil)
+	pods := gangPods(test, ns, "g", 4)
+	pods[3].Spec.SchedulerName = "nobody"
+	createPods(t, pods...)
+	waitFor(t, 30*time.Second, func() bool { return len(waitingPods(ns, "g")) == 3 }, "3 pods waiting at Permit")
+	var down string
+	for _, n := range waitingPods(ns, "g") {
+		down = n
+	}
+	ctx := ctxFor(t, 30*time.Second)
+	node, err := cs.CoreV1().Nodes().Get(ctx, down, metav1.GetOptions{})
+	require.NoError(t, err)
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule})
+	_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	waitFor(t, 30*time.Second, func() bool {
+		w := waitingPods(ns, "g")
+		if len(w) != 3 {
+			return false
+		}
+		for _, n := range w {
+			if n == down {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("the waiting pods to leave unreachable node %s", down))
+	waitEvent(t, ns, "g", "GangReleased", fmt.Sprintf("node %s became NotReady (node.kubernetes.io/unreachable:NoSchedule) while the gang waited", down))
+
+	deletePod(t, ns, pods[3].Name)
+	createPods(t, gangPod(test, ns, "g", "g-real"))
+	for p, n := range waitBound(t, ns, "g", 4, 60*time.Second) {
+		require.NotEqual(t, down, n, "pod %s bound to the unreachable node", p)
 	}
 }
 
