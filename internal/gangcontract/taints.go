@@ -38,13 +38,34 @@ func (u UntoleratedTaint) String() string {
 	return u.Key + "=" + u.Value + ":" + string(u.Effect)
 }
 
-// Remedy says what would admit the pods: the toleration to add to the pods' spec.tolerations (in
-// YAML flow style), or, for cordoned nodes, to uncordon them.
-func (u UntoleratedTaint) Remedy() string {
-	if u.Cordon {
-		return "uncordon the nodes (kubectl uncordon), or add the toleration {key: " + corev1.TaintNodeUnschedulable + ", operator: Exists, effect: NoSchedule}"
+// NodeNotReady says the taint is the node lifecycle controller's for a node that is not Ready
+// (node.kubernetes.io/unreachable: its kubelet stopped reporting; node.kubernetes.io/not-ready:
+// Ready=False). It is lifted when the node is Ready again; tolerating it would put the gang on a node
+// that cannot run it, so no toleration is offered for it.
+func (u UntoleratedTaint) NodeNotReady() bool {
+	return !u.Cordon && (u.Key == corev1.TaintNodeUnreachable || u.Key == corev1.TaintNodeNotReady)
+}
+
+// NodeNames names at most 4 of the nodes carrying the taint, then how many more.
+func (u UntoleratedTaint) NodeNames() string {
+	if len(u.Nodes) <= 4 {
+		return strings.Join(u.Nodes, ", ")
 	}
-	if u.Value == "" {
+	return fmt.Sprintf("%s and %d more", strings.Join(u.Nodes[:4], ", "), len(u.Nodes)-4)
+}
+
+// Remedy says what would admit the pods: the toleration to add to the pods' spec.tolerations (in
+// YAML flow style); for cordoned nodes, to uncordon them; for a node that is not Ready, that the node
+// controller lifts its taint when the node is Ready again.
+func (u UntoleratedTaint) Remedy() string {
+	switch {
+	case u.Cordon:
+		return "uncordon the nodes (kubectl uncordon), or add the toleration {key: " + corev1.TaintNodeUnschedulable + ", operator: Exists, effect: NoSchedule}"
+	case u.Key == corev1.TaintNodeUnreachable:
+		return "the node controller's taint: the node's kubelet stopped reporting (Ready=Unknown); it is lifted when the node is Ready again"
+	case u.Key == corev1.TaintNodeNotReady:
+		return "the node controller's taint: the node is not Ready (Ready=False); it is lifted when the node is Ready again"
+	case u.Value == "":
 		return fmt.Sprintf("add the toleration {key: %s, operator: Exists, effect: %s}", u.Key, u.Effect)
 	}
 	return fmt.Sprintf("add the toleration {key: %s, operator: Equal, value: %s, effect: %s}", u.Key, u.Value, u.Effect)

@@ -43,3 +43,30 @@ func TestUntoleratedTaints(t *testing.T) {
 	assert.Equal(t, "dedicated=infra:NoSchedule on 2 node(s) (add the toleration {key: dedicated, operator: Equal, value: infra, effect: NoSchedule})",
 		DescribeUntolerated(got[:1]))
 }
+
+// The node controller's taints of a node that is not Ready are explained, never offered as a
+// toleration: tolerating them would put the gang on a node that cannot run it.
+func TestNodeNotReadyTaints(t *testing.T) {
+	unreachable := corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	notReady := corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}
+	var nodes []*corev1.Node
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6"} {
+		nodes = append(nodes, taintedNode(n, false, unreachable))
+	}
+	nodes = append(nodes, taintedNode("n7", false, notReady), taintedNode("n8", true))
+	got := UntoleratedTaints(nodes, nil, false)
+	byKey := map[string]UntoleratedTaint{}
+	for _, u := range got {
+		byKey[u.Key] = u
+	}
+	u := byKey[corev1.TaintNodeUnreachable]
+	assert.True(t, u.NodeNotReady())
+	assert.Equal(t, "n1, n2, n3, n4 and 2 more", u.NodeNames())
+	assert.Contains(t, u.Remedy(), "kubelet stopped reporting")
+	assert.NotContains(t, u.Remedy(), "toleration")
+	assert.True(t, byKey[corev1.TaintNodeNotReady].NodeNotReady())
+	assert.Contains(t, byKey[corev1.TaintNodeNotReady].Remedy(), "Ready=False")
+	assert.NotContains(t, byKey[corev1.TaintNodeNotReady].Remedy(), "toleration")
+	assert.False(t, byKey[corev1.TaintNodeUnschedulable].NodeNotReady(), "a cordon is not the node controller's")
+	assert.Equal(t, "n8", byKey[corev1.TaintNodeUnschedulable].NodeNames())
+}

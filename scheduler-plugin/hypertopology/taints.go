@@ -85,7 +85,7 @@ func excludedByTaint(pod *corev1.Pod, nodes []fwk.NodeInfo) string {
 		for _, n := range u.Nodes {
 			excluded[n] = true
 		}
-		parts[i] = fmt.Sprintf("%s on %s (%s)", u, nodeList(u.Nodes), taintRemedy(u))
+		parts[i] = fmt.Sprintf("%s on %s (%s)", u, u.NodeNames(), u.Remedy())
 	}
 	verb := "are"
 	if len(excluded) == 1 {
@@ -93,25 +93,4 @@ func excludedByTaint(pod *corev1.Pod, nodes []fwk.NodeInfo) string {
 	}
 	return fmt.Sprintf("%d of the %d nodes the pods may otherwise use %s excluded by taints the pods do not tolerate: %s",
 		len(excluded), len(admitted), verb, strings.Join(parts, "; "))
-}
-
-// nodeList names at most 4 nodes, then how many more.
-func nodeList(nodes []string) string {
-	if len(nodes) <= 4 {
-		return strings.Join(nodes, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:4], ", "), len(nodes)-4)
-}
-
-// taintRemedy is what admits the pods again. The node lifecycle controller's taints for a node that
-// is not Ready are lifted when the node is Ready again; tolerating them would put the gang on a node
-// that cannot run it, so the toleration is not offered for them.
-func taintRemedy(u gangcontract.UntoleratedTaint) string {
-	switch u.Key {
-	case corev1.TaintNodeUnreachable:
-		return "the node controller's taint: the node's kubelet stopped reporting (Ready=Unknown); it is lifted when the node is Ready again"
-	case corev1.TaintNodeNotReady:
-		return "the node controller's taint: the node is not Ready (Ready=False); it is lifted when the node is Ready again"
-	}
-	return u.Remedy()
 }

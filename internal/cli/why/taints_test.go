@@ -68,3 +68,24 @@ func TestEveryNodeTainted(t *testing.T) {
 	assert.NotContains(t, buf.String(), "larger than any node")
 	assert.NotContains(t, buf.String(), "more than any node")
 }
+
+// A node whose kubelet stopped: why says to wait for it to be Ready again, and never suggests
+// tolerating the node controller's unreachable taint (the scheduler's message says the same).
+func TestNotReadyNodeIsWaitedFor(t *testing.T) {
+	s := clitest.Recorded(t, "localcluster.yaml")
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == "kwok-node-04" {
+			s.Nodes[i].Spec.Taints = append(s.Nodes[i].Spec.Taints,
+				corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	pg, owner, err := why.Resolve(s, "default", "vcjob/too-big")
+	require.NoError(t, err)
+	r := why.Build(s, pg, owner, now(t))
+	require.Len(t, r.Taints, 1)
+	assert.Contains(t, r.Changes, "wait for kwok-node-04 to be Ready (node.kubernetes.io/unreachable:NoSchedule on 1 of the 4 nodes of leaf-1): "+
+		"the node controller's taint: the node's kubelet stopped reporting (Ready=Unknown); it is lifted when the node is Ready again")
+	for _, c := range r.Changes {
+		assert.NotContains(t, c, "tolerate node.kubernetes.io/unreachable")
+	}
+}

@@ -618,6 +618,10 @@ func changes(r *Report, now time.Time) []string {
 		}
 	}
 	for _, u := range r.Taints {
+		if u.NodeNotReady() {
+			out = append(out, fmt.Sprintf("wait for %s to be Ready (%s on %d of the %d nodes of %s): %s", u.NodeNames(), u, len(u.Nodes), r.TaintsInNodes, r.TaintsIn, u.Remedy()))
+			continue
+		}
 		out = append(out, fmt.Sprintf("tolerate %s (on %d of the %d nodes of %s): %s to the pods' spec.tolerations", u, len(u.Nodes), r.TaintsInNodes, r.TaintsIn, u.Remedy()))
 	}
 	if out == nil {
