@@ -131,8 +131,8 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 
 // SetupWithManager watches JobSets, PodGroups (mapped to the JobSet of the same name, foreign ones
 // included), the inputs of minResources and of the defaults: LimitRanges (the namespace's JobSets),
-// RuntimeClasses and WorkloadPolicies (every JobSet), and the JobSets' pods (created, deleted, or no
-// longer active: podChanges), since a gang's price follows the pods that exist (PriceFollowingPods).
+// RuntimeClasses and WorkloadPolicies (every JobSet), and the JobSets' pods (created, deleted, no
+// longer active, or resized in place: podChanges), since a gang's price follows the pods that exist (PriceFollowingPods).
 // Pods are read from the manager's cache (shared with the PodGroup status controller), indexed by
 // their JobSet.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -190,14 +190,26 @@ func (r *Reconciler) gangStarted(ctx context.Context, js *jobsetv1alpha2.JobSet)
 	return false, nil
 }
 
-// podChanges passes the pod events that can change a gang's price: a pod created or deleted, or one
-// that stops asking for its requests (deletion started, Succeeded or Failed). Status and other
-// updates of a pod that stays active do not enqueue its JobSet.
+// podChanges passes the pod events that can change a gang's price: a pod created or deleted, one
+// that stops asking for its requests (deletion started, Succeeded or Failed), or an active pod whose
+// own effective request changed (an in-place resize through pods/resize). Status and other updates
+// of a pod that stays active with the same requests do not enqueue its JobSet: the requests are
+// compared only when the pod's spec may have changed (metadata.generation moved, or is not kept).
 var podChanges = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		return ok1 && ok2 && active(o) != active(n)
+		if !ok1 || !ok2 {
+			return false
+		}
+		if active(o) != active(n) {
+			return true
+		}
+		if !active(n) || (o.Generation != 0 && o.Generation == n.Generation) {
+			return false
+		}
+		return !sameNonZero(resourcehelper.PodRequests(o, resourcehelper.PodResourcesOptions{}),
+			resourcehelper.PodRequests(n, resourcehelper.PodResourcesOptions{}))
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }

@@ -164,3 +164,24 @@ func TestPodChanges(t *testing.T) {
 	assert.Equal(t, []string{"js"}, indexPodJobSet(pending))
 	assert.Nil(t, indexPodJobSet(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID("x")}}))
 }
+
+// An in-place resize (pods/resize) changes an active pod's own effective request, and with it the
+// gang's price: it enqueues the JobSet. A status update that leaves the requests alone does not.
+func TestPodChangesResize(t *testing.T) {
+	running := gangPod("a", "node", "1", "", 0)
+	running.Status.Phase = corev1.PodRunning
+	resized := running.DeepCopy()
+	resized.Generation = 2
+	resized.Spec.Containers[0].Resources.Requests = rl("cpu", "2")
+	assert.True(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: resized}), "a pod resized in place")
+
+	sidecar := running.DeepCopy()
+	sidecar.Spec.InitContainers = []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1")}}}
+	grown := sidecar.DeepCopy()
+	grown.Spec.InitContainers[0].Resources.Requests = rl("cpu", "500m")
+	assert.True(t, podChanges.Update(event.UpdateEvent{ObjectOld: sidecar, ObjectNew: grown}), "a sidecar resized in place")
+
+	ready := running.DeepCopy()
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: ready}), "a status update with the same requests")
+}
