@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,19 +28,7 @@ import (
 func startTrainer(t *testing.T) {
 	t.Helper()
 	framework.StartJobSetAndJobControllers(t, env.Env)
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := framework.StartTrainerController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(tc.LogTail(60))
-		}
-		assert.NoError(t, tc.Stop())
-	})
+	framework.StartNeighbourForTest(t, env.Config, framework.StartTrainerController, framework.NeighbourOptions{})
 }
 
 // trainerExample reads one of the example manifests of the pinned Trainer module (examples/yaml), as
