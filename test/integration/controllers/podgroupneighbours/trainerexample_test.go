@@ -2,9 +2,6 @@ package podgroupneighbours
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -37,26 +33,11 @@ func trainerExample(t *testing.T, name, ns string) []*unstructured.Unstructured 
 	t.Helper()
 	dir, err := framework.TrainerModuleDir()
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(dir, "examples", "yaml", name))
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	out := framework.ReadObjects(t, filepath.Join(dir, "examples", "yaml", name))
+	for _, u := range out {
 		if u.GetKind() != "ClusterTrainingRuntime" {
 			u.SetNamespace(ns)
 		}
-		out = append(out, u)
 	}
 	require.NotEmpty(t, out, "%s has no objects", name)
 	return out
