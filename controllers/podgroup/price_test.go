@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,8 +12,10 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
@@ -184,4 +188,38 @@ func TestPodChangesResize(t *testing.T) {
 	ready := running.DeepCopy()
 	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: ready}), "a status update with the same requests")
+}
+
+// The events of a gang's pods within PodEventBatch make one request for its JobSet, after the
+// batch, not one each at once; a pod of no JobSet enqueues nothing.
+func TestPodEventsBatchPerJobSet(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	start := time.Now()
+	for i := 0; i < 500; i++ {
+		p := gangPod(fmt.Sprintf("p%d", i), "node", "1", "", 0)
+		p.Namespace = "ns"
+		podEvents.Create(context.Background(), event.CreateEvent{Object: p}, q)
+		if i%2 == 0 {
+			done := p.DeepCopy()
+			done.Status.Phase = corev1.PodSucceeded
+			podEvents.Update(context.Background(), event.UpdateEvent{ObjectOld: p, ObjectNew: done}, q)
+		}
+	}
+	other := gangPod("o", "node", "1", "", 0)
+	other.Namespace, other.Labels[jobsetv1alpha2.JobSetNameKey] = "ns", "other"
+	podEvents.Delete(context.Background(), event.DeleteEvent{Object: other}, q)
+	podEvents.Create(context.Background(), event.CreateEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare"}}}, q)
+	if time.Since(start) < PodEventBatch {
+		assert.Equal(t, 0, q.Len(), "a pod event enqueued its JobSet before the batch ended")
+	}
+	require.Eventually(t, func() bool { return q.Len() == 2 }, 5*PodEventBatch, 10*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), PodEventBatch)
+	var got []string
+	for q.Len() > 0 {
+		r, _ := q.Get()
+		got = append(got, r.String())
+		q.Done(r)
+	}
+	assert.ElementsMatch(t, []string{"ns/js", "ns/other"}, got)
 }
