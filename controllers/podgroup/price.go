@@ -204,8 +204,8 @@ var podChanges = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
 		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return false
+		if !ok1 || !ok2 || n.Labels[jobsetv1alpha2.JobSetNameKey] == "" {
+			return false // podEvents would enqueue nothing for a pod of no JobSet
 		}
 		if active(o) != active(n) {
 			return true

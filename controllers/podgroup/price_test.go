@@ -188,6 +188,12 @@ func TestPodChangesResize(t *testing.T) {
 	ready := running.DeepCopy()
 	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: ready}), "a status update with the same requests")
+
+	// A pod of no JobSet costs no comparison of requests.
+	bare, bareResized := running.DeepCopy(), resized.DeepCopy()
+	delete(bare.Labels, jobsetv1alpha2.JobSetNameKey)
+	delete(bareResized.Labels, jobsetv1alpha2.JobSetNameKey)
+	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: bare, ObjectNew: bareResized}), "a pod of no JobSet")
 }
 
 // The events of a gang's pods within PodEventBatch make one request for its JobSet, after the
