@@ -181,10 +181,7 @@ func run(o options) error {
 		LeaderElectionNamespace: o.namespace,
 		// Release the Lease on clean shutdown so a restarted manager takes over at once.
 		LeaderElectionReleaseOnCancel: true,
-		// The only ConfigMaps the manager reads are the admission params it writes.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{admissionpolicy.ParamsLabel: "true"})},
-		}},
+		Cache:                         cacheOptions(),
 	}
 
 	var rot *certs.Rotator
@@ -299,4 +296,16 @@ func applyURLModeConfigurations(cfg *rest.Config, o options) error {
 		}
 	}
 	return nil
+}
+
+// cacheOptions is the manager cache's shape. The only ConfigMaps the manager reads are the admission
+// params it writes. Pods are cached cluster-wide (the PodGroup status controller's members, the
+// gang controller's PriceFollowingPods) without their managedFields, which no controller reads and
+// which are a large part of a pod's size at 10,000 pods. Other kinds keep theirs: the HyperJob
+// controller hands a PropagationPolicy's fields to server-side apply from its managedFields.
+func cacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{admissionpolicy.ParamsLabel: "true"})},
+		&corev1.Pod{}:       {Transform: cache.TransformStripManagedFields()},
+	}}
 }

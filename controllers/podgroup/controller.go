@@ -131,10 +131,10 @@ func NewReconciler(mgr ctrl.Manager) *Reconciler {
 
 // SetupWithManager watches JobSets, PodGroups (mapped to the JobSet of the same name, foreign ones
 // included), the inputs of minResources and of the defaults: LimitRanges (the namespace's JobSets),
-// RuntimeClasses and WorkloadPolicies (every JobSet), and the JobSets' pods (created, deleted, or no
-// longer active: podChanges), since a gang's price follows the pods that exist (PriceFollowingPods).
-// Pods are read from the manager's cache (shared with the PodGroup status controller), indexed by
-// their JobSet.
+// RuntimeClasses and WorkloadPolicies (every JobSet), and the JobSets' pods (created, deleted, no
+// longer active, or resized in place: podChanges; batched per JobSet over PodEventBatch:
+// podEvents), since a gang's price follows the pods that exist (PriceFollowingPods). Pods are read
+// from the manager's cache (shared with the PodGroup status controller), indexed by their JobSet.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := CheckRegistry(); err != nil {
 		return err
@@ -150,12 +150,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(ControllerName).
 		For(&jobsetv1alpha2.JobSet{}).
 		Watches(&schedulingv1beta1.PodGroup{}, byName).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if n := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]; n != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
-			}
-			return nil
-		}), builder.WithPredicates(podChanges)).
+		Watches(&corev1.Pod{}, podEvents, builder.WithPredicates(podChanges)).
 		Watches(&corev1.LimitRange{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.jobSets(ctx, client.InNamespace(o.GetNamespace()))
 		})).

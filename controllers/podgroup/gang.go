@@ -172,16 +172,7 @@ func MinResources(js *jobsetv1alpha2.JobSet, a Admission) (corev1.ResourceList, 
 		if err != nil {
 			return nil, fmt.Errorf("spec.replicatedJobs[%d] (%s).template.spec.template.spec.%w", i, rj.Name, err)
 		}
-		for name, q := range per {
-			if q.IsZero() {
-				continue
-			}
-			add := q.DeepCopy()
-			add.Mul(n)
-			sum := total[name]
-			sum.Add(add)
-			total[name] = sum
-		}
+		addResources(total, per, n)
 	}
 	if len(total) == 0 {
 		return nil, nil

@@ -1,6 +1,8 @@
 package podgroup
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,8 +12,10 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 )
 
@@ -163,4 +167,65 @@ func TestPodChanges(t *testing.T) {
 	assert.True(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: gone}), "a pod being deleted")
 	assert.Equal(t, []string{"js"}, indexPodJobSet(pending))
 	assert.Nil(t, indexPodJobSet(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID("x")}}))
+}
+
+// An in-place resize (pods/resize) changes an active pod's own effective request, and with it the
+// gang's price: it enqueues the JobSet. A status update that leaves the requests alone does not.
+func TestPodChangesResize(t *testing.T) {
+	running := gangPod("a", "node", "1", "", 0)
+	running.Status.Phase = corev1.PodRunning
+	resized := running.DeepCopy()
+	resized.Generation = 2
+	resized.Spec.Containers[0].Resources.Requests = rl("cpu", "2")
+	assert.True(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: resized}), "a pod resized in place")
+
+	sidecar := running.DeepCopy()
+	sidecar.Spec.InitContainers = []corev1.Container{{Name: "s", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1")}}}
+	grown := sidecar.DeepCopy()
+	grown.Spec.InitContainers[0].Resources.Requests = rl("cpu", "500m")
+	assert.True(t, podChanges.Update(event.UpdateEvent{ObjectOld: sidecar, ObjectNew: grown}), "a sidecar resized in place")
+
+	ready := running.DeepCopy()
+	ready.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: ready}), "a status update with the same requests")
+
+	// A pod of no JobSet costs no comparison of requests.
+	bare, bareResized := running.DeepCopy(), resized.DeepCopy()
+	delete(bare.Labels, jobsetv1alpha2.JobSetNameKey)
+	delete(bareResized.Labels, jobsetv1alpha2.JobSetNameKey)
+	assert.False(t, podChanges.Update(event.UpdateEvent{ObjectOld: bare, ObjectNew: bareResized}), "a pod of no JobSet")
+}
+
+// The events of a gang's pods within PodEventBatch make one request for its JobSet, after the
+// batch, not one each at once; a pod of no JobSet enqueues nothing.
+func TestPodEventsBatchPerJobSet(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	start := time.Now()
+	for i := 0; i < 500; i++ {
+		p := gangPod(fmt.Sprintf("p%d", i), "node", "1", "", 0)
+		p.Namespace = "ns"
+		podEvents.Create(context.Background(), event.CreateEvent{Object: p}, q)
+		if i%2 == 0 {
+			done := p.DeepCopy()
+			done.Status.Phase = corev1.PodSucceeded
+			podEvents.Update(context.Background(), event.UpdateEvent{ObjectOld: p, ObjectNew: done}, q)
+		}
+	}
+	other := gangPod("o", "node", "1", "", 0)
+	other.Namespace, other.Labels[jobsetv1alpha2.JobSetNameKey] = "ns", "other"
+	podEvents.Delete(context.Background(), event.DeleteEvent{Object: other}, q)
+	podEvents.Create(context.Background(), event.CreateEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "bare"}}}, q)
+	if time.Since(start) < PodEventBatch {
+		assert.Equal(t, 0, q.Len(), "a pod event enqueued its JobSet before the batch ended")
+	}
+	require.Eventually(t, func() bool { return q.Len() == 2 }, 5*PodEventBatch, 10*time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), PodEventBatch)
+	var got []string
+	for q.Len() > 0 {
+		r, _ := q.Get()
+		got = append(got, r.String())
+		q.Done(r)
+	}
+	assert.ElementsMatch(t, []string{"ns/js", "ns/other"}, got)
 }

@@ -117,7 +117,15 @@ func create(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod
 	return result(t, c, w, ns, pod, err)
 }
 
+// result is the outcome of writing pod: the refusal, or the stored Pod, normalized.
 func result(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod *corev1.Pod, err error) outcome {
+	t.Helper()
+	return resultOf(t, c, w, ns, client.ObjectKeyFromObject(pod), &corev1.Pod{}, err)
+}
+
+// resultOf is the outcome of writing the object at key: the warnings and the refusal (err), or the
+// object read back into got, normalized, with the namespace written NS.
+func resultOf(t *testing.T, c client.Client, w *framework.Warnings, ns string, key client.ObjectKey, got client.Object, err error) outcome {
 	t.Helper()
 	o := outcome{warnings: w.Take()}
 	for i := range o.warnings {
@@ -132,9 +140,8 @@ func result(t *testing.T, c client.Client, w *framework.Warnings, ns string, pod
 	}
 	ctx, cancel := framework.Context(10 * time.Second)
 	defer cancel()
-	var got corev1.Pod
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(pod), &got))
-	o.obj = normalize(t, &got, ns)
+	require.NoError(t, c.Get(ctx, key, got))
+	o.obj = normalize(t, got, ns)
 	return o
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,22 +73,9 @@ func createTrainJob(t *testing.T, c client.Client, w *framework.Warnings, ns str
 	tj.SetNamespace(ns)
 	w.Take()
 	err := c.Create(ctx, tj)
-	o := outcome{warnings: w.Take()}
-	for i := range o.warnings {
-		o.warnings[i] = strings.ReplaceAll(o.warnings[i], ns, "NS")
-	}
-	if err != nil {
-		o.err = strings.ReplaceAll(err.Error(), ns, "NS")
-		if st, ok := err.(apierrors.APIStatus); ok { //nolint:errorlint // the status of the apiserver's answer
-			o.code = st.Status().Code
-		}
-		return o
-	}
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(defaults.TrainJobGVK)
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(tj), got))
-	o.obj = normalize(t, got, ns)
-	return o
+	return resultOf(t, c, w, ns, client.ObjectKeyFromObject(tj), got, err)
 }
 
 // A TrainJob keeps its webhook in policy mode (admissionpolicy.Uncovered, docs/webhooks.md): the

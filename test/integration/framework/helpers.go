@@ -162,3 +162,26 @@ func WarningClient(t testing.TB, cfg *rest.Config) (client.Client, *Warnings) {
 	}
 	return c, w
 }
+
+// Unthrottled is a copy of cfg with client-side rate limiting raised far above anything a test
+// needs, so it measures the controller, not the token bucket.
+func Unthrottled(cfg *rest.Config) *rest.Config {
+	cp := rest.CopyConfig(cfg)
+	cp.QPS, cp.Burst = 5000, 10000
+	return cp
+}
+
+// EventsAbout lists the core Events in ns about the object of kind and name with the reason.
+func EventsAbout(ctx context.Context, c client.Reader, ns, kind, name, reason string) ([]corev1.Event, error) {
+	var list corev1.EventList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing the Events of %s: %w", ns, err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

@@ -150,19 +150,7 @@ func (b *lockedBuffer) String() string {
 // creates stay Pending until the test changes their phase.
 func StartJobSetAndJobControllers(t testing.TB, env *Env) {
 	t.Helper()
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, WriteKubeconfig(env.Config, kc))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	jsc, err := StartJobSetController(ctx, NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(jsc.LogTail(40))
-		}
-		assert.NoError(t, jsc.Stop())
-	})
+	StartNeighbourForTest(t, env.Config, StartJobSetController, NeighbourOptions{})
 	kcm, err := StartKubeControllerManager(env, "job-controller")
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -178,19 +166,32 @@ func StartJobSetAndJobControllers(t testing.TB, env *Env) {
 // apiserver for one test, and stops both when it ends (printing their logs' tails when it failed).
 func StartVolcanoForTest(t testing.TB, cfg *rest.Config) {
 	t.Helper()
+	StartNeighbourForTest(t, cfg, StartVolcanoControllers, NeighbourOptions{})
+	StartNeighbourForTest(t, cfg, StartVolcanoScheduler, NeighbourOptions{})
+}
+
+// StartNeighbourForTest starts one neighbour (start: StartVolcanoControllers, StartJobSetController,
+// StartTrainerController, ...) against cfg's apiserver for one test, waiting at most 3 minutes for
+// it to serve, and stops it when the test ends (printing its log's tail when the test failed). o's
+// Kubeconfig and LogDir are a kubeconfig of cfg and a temporary directory when empty.
+func StartNeighbourForTest(t testing.TB, cfg *rest.Config, start func(context.Context, NeighbourOptions) (*Process, error), o NeighbourOptions) *Process {
+	t.Helper()
+	if o.LogDir == "" {
+		o.LogDir = t.TempDir()
+	}
+	if o.Kubeconfig == "" {
+		o.Kubeconfig = filepath.Join(o.LogDir, "kubeconfig")
+		require.NoError(t, WriteKubeconfig(cfg, o.Kubeconfig))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, WriteKubeconfig(cfg, kc))
-	for _, start := range []func(context.Context, NeighbourOptions) (*Process, error){StartVolcanoControllers, StartVolcanoScheduler} {
-		p, err := start(ctx, NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log(p.LogTail(40))
-			}
-			assert.NoError(t, p.Stop())
-		})
-	}
+	p, err := start(ctx, o)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(p.LogTail(60))
+		}
+		assert.NoError(t, p.Stop())
+	})
+	return p
 }

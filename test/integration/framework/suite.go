@@ -17,6 +17,11 @@ type SuiteOptions struct {
 	Quiet   Quiet
 	// Options start the control plane.
 	Options Options
+	// KubeControllerManager starts kube-controller-manager (StartKubeControllerManager: the garbage
+	// collector and KubeControllers) once the control plane serves; it is stopped first. Any
+	// KubeControllers start it too.
+	KubeControllerManager bool
+	KubeControllers       []string
 }
 
 // Suite is a started suite: its work directory, log, control plane and a clientset on it.
@@ -63,6 +68,14 @@ func StartSuite(o SuiteOptions) (*Suite, error) {
 	if s.Clientset, err = kubernetes.NewForConfig(s.Env.Config); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("clientset: %w", err)
+	}
+	if o.KubeControllerManager || len(o.KubeControllers) > 0 {
+		kcm, err := StartKubeControllerManager(s.Env, o.KubeControllers...)
+		if err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("kube-controller-manager (garbage collector %v): %w", o.KubeControllers, err)
+		}
+		s.stops = append(s.stops, kcm.Stop)
 	}
 	return s, nil
 }

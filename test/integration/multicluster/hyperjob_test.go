@@ -33,6 +33,7 @@ import (
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 	"github.com/hyperbatch/hyperbatch/controllers/hyperjob"
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
+	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/federation"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
 )
@@ -327,18 +328,9 @@ func resourceVersions(ctx context.Context, t *testing.T, ns string) map[string]s
 	return out
 }
 
+// hyperJobEvents lists the Events on the Karmada plane about HyperJob hj with the reason.
 func hyperJobEvents(ctx context.Context, ns, hj, reason string) ([]corev1.Event, error) {
-	var list corev1.EventList
-	if err := plane.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "HyperJob" && e.InvolvedObject.Name == hj && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return framework.EventsAbout(ctx, plane.Client, ns, "HyperJob", hj, reason)
 }
 
 func suspendedPP(pp *policyv1alpha1.PropagationPolicy) bool {

@@ -166,17 +166,7 @@ func setJobStatus(t *testing.T, ns, name string, phase batchv1alpha1.JobPhase, m
 
 // eventsFor returns the Events about the HyperJob with the reason.
 func eventsFor(ctx context.Context, ns, hj, reason string) ([]corev1.Event, error) {
-	var list corev1.EventList
-	if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "HyperJob" && e.InvolvedObject.Name == hj && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return framework.EventsAbout(ctx, env.Client, ns, "HyperJob", hj, reason)
 }
 
 func waitForEvent(t *testing.T, ns, hj, reason, contains string) {

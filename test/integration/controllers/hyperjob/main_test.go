@@ -4,7 +4,6 @@
 package hyperjob
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -21,24 +20,17 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-hyperjob-it", Quiet: framework.QuietDiscard}, func(s *framework.Suite) (int, error) {
-		env = s.Env
-		kcm, err := framework.StartKubeControllerManager(env)
-		if err != nil {
-			return 0, fmt.Errorf("kube-controller-manager (garbage collector): %w", err)
-		}
-		defer kcm.Stop()
-		return m.Run(), nil
-	}))
+	// kube-controller-manager runs its garbage collector.
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-hyperjob-it", Quiet: framework.QuietDiscard, KubeControllerManager: true},
+		func(s *framework.Suite) (int, error) {
+			env = s.Env
+			return m.Run(), nil
+		}))
 }
 
-// testConfig is envtest's admin config with client-side rate limiting raised far above anything the
-// tests need, so they measure the controller, not the token bucket.
-func testConfig() *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	return cfg
-}
+// testConfig is envtest's admin config without client-side rate limiting to speak of
+// (framework.Unthrottled).
+func testConfig() *rest.Config { return framework.Unthrottled(env.Config) }
 
 // startManager runs a manager with the HyperJob controller whose cache sees only namespace (plus
 // cluster-scoped objects), so tests do not disturb each other. The returned stop is idempotent and

@@ -27,22 +27,17 @@ import (
 var env *framework.Env
 
 func TestMain(m *testing.M) {
-	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-lifecycle-it", Quiet: framework.QuietDiscard}, func(s *framework.Suite) (int, error) {
-		env = s.Env
-		kcm, err := framework.StartKubeControllerManager(env, "job-controller", "serviceaccount-controller")
-		if err != nil {
-			return 0, fmt.Errorf("kube-controller-manager: %w", err)
-		}
-		defer kcm.Stop()
-		return m.Run(), nil
-	}))
+	os.Exit(framework.RunSuite(framework.SuiteOptions{Name: "hb-lifecycle-it", Quiet: framework.QuietDiscard,
+		KubeControllers: []string{"job-controller", "serviceaccount-controller"}},
+		func(s *framework.Suite) (int, error) {
+			env = s.Env
+			return m.Run(), nil
+		}))
 }
 
-func testConfig() *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	return cfg
-}
+// testConfig is envtest's admin config without client-side rate limiting to speak of
+// (framework.Unthrottled).
+func testConfig() *rest.Config { return framework.Unthrottled(env.Config) }
 
 // managerOptions choose the controllers of a test manager besides the lifecycle controller.
 type managerOptions struct {

@@ -143,14 +143,8 @@ func retryOnConflict(fn func() error) error {
 }
 
 func events(t *testing.T, ns, name, reason string) []corev1.Event {
-	var list corev1.EventList
-	require.NoError(t, env.Client.List(ctx(t), &list, client.InNamespace(ns)))
-	var out []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "JobSet" && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
+	out, err := framework.EventsAbout(ctx(t), env.Client, ns, "JobSet", name, reason)
+	require.NoError(t, err)
 	return out
 }
 

@@ -13,11 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -25,7 +23,6 @@ import (
 	topologyv1alpha1 "volcano.sh/apis/pkg/apis/topology/v1alpha1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
-	"github.com/hyperbatch/hyperbatch/controllers/podgroupstatus"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework"
 	"github.com/hyperbatch/hyperbatch/test/integration/framework/schedulerenv"
 	"github.com/hyperbatch/hyperbatch/test/util/builders"
@@ -204,47 +201,16 @@ func volcanoJobPartitions(t *testing.T, cs kubernetes.Interface, rackOf map[stri
 	t.Helper()
 	ctx := context.Background()
 	ns := namespace(t)
-	nsObj := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
-	nsObj.Labels = map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled}
-	require.NoError(t, env.Client.Update(ctx, nsObj))
-	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	stopStatus, err := framework.StartManager(env.Config, func(mgr manager.Manager) error {
-		r, err := podgroupstatus.NewReconciler(mgr, podgroupstatus.Options{})
-		if err != nil {
-			return err
-		}
-		return r.SetupWithManager(mgr)
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, stopStatus()) })
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kubeconfig))
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	vc, err := framework.StartVolcanoControllers(sctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(vc.LogTail(40))
-		}
-		assert.NoError(t, vc.Stop())
-	})
+	labelNamespace(t, ns, map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled})
+	ensureQueue(t, "default")
+	startPodGroupStatus(t)
+	startVolcanoControllers(t)
 
 	job := &batchv1alpha1.Job{}
 	example(t, "volcano-job-partitions.yaml", ns, job)
 	require.NoError(t, env.Client.Create(ctx, job))
 	require.NotNil(t, job.Spec.Tasks[0].PartitionPolicy, "the stored Job keeps its partitionPolicy")
-	key := client.ObjectKey{Namespace: ns, Name: job.Name + "-" + string(job.UID)}
-	var pg schedulingv1beta1.PodGroup
-	framework.Eventually(t, wait, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, key, &pg)
-		return err == nil, client.IgnoreNotFound(err)
-	})
+	pg := volcanoJobPodGroup(t, job)
 	require.Len(t, pg.Spec.SubGroupPolicy, 2, "the PodGroup did not get the Job's partitions")
 	assert.Equal(t, "vcjob:"+job.Name+"/subGroupPolicy", pg.Annotations[hbv1.DefaultedByAnnotation])
 

@@ -2,12 +2,8 @@ package podgroupneighbours
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -29,19 +24,7 @@ import (
 func startTrainer(t *testing.T) {
 	t.Helper()
 	framework.StartJobSetAndJobControllers(t, env.Env)
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kc))
-	startCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	tc, err := framework.StartTrainerController(startCtx, framework.NeighbourOptions{Kubeconfig: kc, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(tc.LogTail(60))
-		}
-		assert.NoError(t, tc.Stop())
-	})
+	framework.StartNeighbourForTest(t, env.Config, framework.StartTrainerController, framework.NeighbourOptions{})
 }
 
 // trainerExample reads one of the example manifests of the pinned Trainer module (examples/yaml), as
@@ -50,26 +33,11 @@ func trainerExample(t *testing.T, name, ns string) []*unstructured.Unstructured 
 	t.Helper()
 	dir, err := framework.TrainerModuleDir()
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(dir, "examples", "yaml", name))
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	out := framework.ReadObjects(t, filepath.Join(dir, "examples", "yaml", name))
+	for _, u := range out {
 		if u.GetKind() != "ClusterTrainingRuntime" {
 			u.SetNamespace(ns)
 		}
-		out = append(out, u)
 	}
 	require.NotEmpty(t, out, "%s has no objects", name)
 	return out

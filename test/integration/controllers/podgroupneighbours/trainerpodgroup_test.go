@@ -46,10 +46,7 @@ func TestTrainerPodGroupGetsPolicyDefaultsWithoutAWriteFight(t *testing.T) {
 	}}
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
-	nsObj := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
-	nsObj.Labels = map[string]string{"tjpg": ns}
-	require.NoError(t, env.Client.Update(ctx, nsObj))
+	labelNamespace(t, ns, map[string]string{"tjpg": ns})
 
 	// What Trainer's sum leaves out: a LimitRange default request and a RuntimeClass's overhead.
 	require.NoError(t, env.Client.Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,10 +47,7 @@ func governBy(t *testing.T, ns, label string, pol *hbv1.WorkloadPolicy) {
 	ctx := context.Background()
 	require.NoError(t, env.Client.Create(ctx, pol))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pol) })
-	nsObj := &corev1.Namespace{}
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj))
-	nsObj.Labels = map[string]string{label: ns}
-	require.NoError(t, env.Client.Update(ctx, nsObj))
+	labelNamespace(t, ns, map[string]string{label: ns})
 	framework.Eventually(t, wait, "the webhook to default a TrainJob in "+ns, func(ctx context.Context) (bool, error) {
 		probe := trainerObject("TrainJob", ns, "probe", map[string]any{"runtimeRef": map[string]any{"name": "none"}})
 		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {

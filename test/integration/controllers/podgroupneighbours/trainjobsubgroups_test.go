@@ -2,10 +2,7 @@ package podgroupneighbours
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -36,24 +32,9 @@ import (
 // ones put in ns.
 func exampleObjects(t *testing.T, file, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	f, err := os.Open(filepath.Join(framework.RepoRoot(), "examples", "subgroups", file))
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	var out []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	out := framework.ReadObjects(t, filepath.Join(framework.RepoRoot(), "examples", "subgroups", file))
+	for _, u := range out {
 		u.SetNamespace(ns)
-		out = append(out, u)
 	}
 	return out
 }

@@ -2,14 +2,11 @@ package podgroupneighbours
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
@@ -46,53 +43,24 @@ func TestVolcanoJobPodGroupFollowsItsJob(t *testing.T) {
 	})
 
 	// Volcano's job controller makes a Job's PodGroup only once the Job's Queue exists.
-	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	ensureQueue(t, "default")
 
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kubeconfig))
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	vc, err := framework.StartVolcanoControllers(sctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(vc.LogTail(40))
-		}
-		assert.NoError(t, vc.Stop())
-	})
+	startVolcanoControllers(t)
 
 	for _, tc := range []struct{ name, tier string }{{"block-job", "block"}, {"typo-job", "blokc"}} {
-		job := &batchv1alpha1.Job{
-			TypeMeta:   metav1.TypeMeta{APIVersion: batchv1alpha1.SchemeGroupVersion.String(), Kind: "Job"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
-			Spec: batchv1alpha1.JobSpec{
-				Queue: "default", SchedulerName: "hyperbatch-scheduler", MinAvailable: 1,
-				NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierName: tc.tier},
-				Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}},
-			},
-		}
+		job := tierJob(ns, tc.name, tc.tier)
 		// A server-side apply: the request shows the user wrote `queue: default`, so the Job keeps it.
 		//nolint:staticcheck // client.Apply with a typed object is the simplest server-side apply here.
 		require.NoError(t, env.Client.Patch(ctx, job, client.Apply, client.FieldOwner("test"), client.ForceOwnership))
 		require.Equal(t, "default", job.Spec.Queue, "the Job keeps the queue its user wrote")
-		key := client.ObjectKey{Namespace: ns, Name: tc.name + "-" + string(job.UID)}
-		var pg schedulingv1beta1.PodGroup
-		framework.Eventually(t, wait, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, key, &pg)
-			return err == nil, client.IgnoreNotFound(err)
-		})
+		pg := volcanoJobPodGroup(t, job)
 		assert.Equal(t, "default", pg.Spec.Queue, "the PodGroup is in another queue than its Job")
 		require.NotNil(t, pg.Spec.NetworkTopology)
 		assert.Equal(t, schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: tc.tier}, *pg.Spec.NetworkTopology,
 			"the PodGroup lost its Job's highestTierName")
 		assert.Equal(t, "vcjob:"+tc.name+"/networkTopology", pg.Annotations[hbv1.DefaultedByAnnotation])
-		require.NotNil(t, metav1.GetControllerOf(&pg))
-		assert.Equal(t, job.UID, metav1.GetControllerOf(&pg).UID)
+		require.NotNil(t, metav1.GetControllerOf(pg))
+		assert.Equal(t, job.UID, metav1.GetControllerOf(pg).UID)
 	}
 }
 
@@ -104,49 +72,33 @@ func TestVolcanoJobPodGroupFollowsItsJob(t *testing.T) {
 func TestVolcanoJobPodGroupKeepsTierNameWithoutPolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	var nsObj corev1.Namespace
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Name: ns}, &nsObj))
-	nsObj.Labels = map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled}
-	require.NoError(t, env.Client.Update(ctx, &nsObj))
-	if err := env.Client.Create(ctx, &schedulingv1beta1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: schedulingv1beta1.QueueSpec{Weight: 1}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
+	labelNamespace(t, ns, map[string]string{hbv1.PodWebhookLabel: hbv1.PodWebhookLabelDisabled})
+	ensureQueue(t, "default")
 
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	require.NoError(t, framework.WriteKubeconfig(env.Config, kubeconfig))
-	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	vc, err := framework.StartVolcanoControllers(sctx, framework.NeighbourOptions{Kubeconfig: kubeconfig, LogDir: dir})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(vc.LogTail(40))
-		}
-		assert.NoError(t, vc.Stop())
-	})
+	startVolcanoControllers(t)
 
 	for _, tc := range []struct{ name, tier string }{{"rack-job", "rack"}, {"typo-job", "nvl-rak"}} {
-		job := &batchv1alpha1.Job{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
-			Spec: batchv1alpha1.JobSpec{
-				Queue: "default", SchedulerName: "hyperbatch-scheduler", MinAvailable: 1,
-				NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierName: tc.tier},
-				Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}},
-			},
-		}
+		job := tierJob(ns, tc.name, tc.tier)
 		require.NoError(t, env.Client.Create(ctx, job))
-		key := client.ObjectKey{Namespace: ns, Name: tc.name + "-" + string(job.UID)}
-		var pg schedulingv1beta1.PodGroup
-		framework.Eventually(t, wait, "Volcano's job controller to create PodGroup "+key.String(), func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, key, &pg)
-			return err == nil, client.IgnoreNotFound(err)
-		})
+		pg := volcanoJobPodGroup(t, job)
 		require.NotNil(t, pg.Spec.NetworkTopology)
 		assert.Equal(t, schedulingv1beta1.NetworkTopologySpec{Mode: "hard", HighestTierName: tc.tier}, *pg.Spec.NetworkTopology,
 			"the PodGroup of a Job in an ungoverned namespace lost its Job's highestTierName")
 		assert.Equal(t, "vcjob:"+tc.name+"/networkTopology", pg.Annotations[hbv1.DefaultedByAnnotation])
+	}
+}
+
+// tierJob is a one-pod Volcano Job in queue default for hyperbatch-scheduler whose hard network
+// topology names the tier.
+func tierJob(ns, name, tier string) *batchv1alpha1.Job {
+	return &batchv1alpha1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: batchv1alpha1.SchemeGroupVersion.String(), Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: batchv1alpha1.JobSpec{
+			Queue: "default", SchedulerName: "hyperbatch-scheduler", MinAvailable: 1,
+			NetworkTopology: &batchv1alpha1.NetworkTopologySpec{Mode: batchv1alpha1.HardNetworkTopologyMode, HighestTierName: tier},
+			Tasks: []batchv1alpha1.TaskSpec{{Name: "w", Replicas: 1, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}}},
+		},
 	}
 }
