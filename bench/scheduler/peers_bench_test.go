@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -281,10 +282,10 @@ func BenchmarkPeers(b *testing.B) {
 				if sub := peerSubGroupSize(); sub > 0 {
 					rows += fmt.Sprintf(" HB_PEERS_SUBGROUPS=%d", sub)
 				}
-				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s\n"+
+				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s; commit %s\n"+
 					"# bench-run env HB_PEERS_SIZES=%s%s HB_PEERS_TIMEOUT=%s make bench-peers\n",
 					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second),
-					peerRunTimeout(), tree.sizeArg(), rows, peerRunTimeout())
+					peerRunTimeout(), sourceCommit(root), tree.sizeArg(), rows, peerRunTimeout())
 				if err := framework.WriteResultSection("peers.txt", peerSection(tree, only), head+peerReport(tree, setupTook, aggs)); err != nil {
 					b.Errorf("writing bench/results/peers.txt: %v", err)
 				}
@@ -302,6 +303,21 @@ func BenchmarkPeers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sourceCommit is the commit the benchmark's binaries were built from, for the results header:
+// the short hash of HEAD, "+changes" when the work tree differs from it outside bench/results (which
+// the benchmark itself writes), or "unknown" without git.
+func sourceCommit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if diff, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results").Output(); err == nil && len(strings.TrimSpace(string(diff))) > 0 {
+		c += "+changes"
+	}
+	return c
 }
 
 // peerSection is the results section of one size and selection of rows: "scheduler <size>" for every
@@ -435,9 +451,13 @@ func (p *peerEnv) run(s peerSched) peerRun {
 		saveVolcanoMetrics(b, sched, logDir)
 	}
 	pp.checkAlive(b, s.name)
-	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
+	subs := ""
+	if r.subGroups > 0 {
+		subs = fmt.Sprintf(", sub-groups in one tier-1 HyperNode %d/%d", r.subInRack, r.subGroups)
+	}
+	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d%s, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
 		s.name, p.tree.label, r.placed, r.gangs, r.elapsed.Seconds(), float64(r.boundPods)/r.elapsed.Seconds(), quantile(r.latency, 0.5).Seconds(),
-		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
+		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, subs, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
 	return r
 }
 
@@ -591,7 +611,9 @@ func (p *peerEnv) cleanup(s peerSched, ns string) {
 		return
 	}
 	deletePods(p.b, p.cs, ns)
-	if err := p.env.Client.DeleteAllOf(context.Background(), &schedulingv1beta1.PodGroup{}, client.InNamespace(ns)); err != nil {
+	if err := retrying(context.Background(), "deleting the PodGroups of namespace "+ns, func(ctx context.Context) error {
+		return p.env.Client.DeleteAllOf(ctx, &schedulingv1beta1.PodGroup{}, client.InNamespace(ns))
+	}); err != nil {
 		p.b.Fatal(err)
 	}
 }

@@ -453,7 +453,9 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	// Background: the Jobs go at once (Orphan and Foreground leave a finalizer only a garbage
 	// collector removes); the Job controller then creates no more pods, and the pods and Workloads
 	// they owned are deleted here.
-	if err := p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+	if err := retrying(ctx, "deleting the Jobs of namespace "+ns, func(ctx context.Context) error {
+		return p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}); err != nil {
 		b.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -466,7 +468,12 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	deletePods(b, p.cs, ns)
 	wl := &unstructured.Unstructured{}
 	wl.SetGroupVersionKind(kueueGV.WithKind("Workload"))
-	if err := p.env.Client.DeleteAllOf(ctx, wl, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+	if err := retrying(ctx, "deleting Kueue's Workloads of namespace "+ns, func(ctx context.Context) error {
+		if err := p.env.Client.DeleteAllOf(ctx, wl, client.InNamespace(ns)); !meta.IsNoMatchError(err) {
+			return err
+		}
+		return nil
+	}); err != nil {
 		b.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
