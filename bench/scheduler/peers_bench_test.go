@@ -73,7 +73,8 @@ import (
 // inside one tier-1 HyperNode (hyperbatch: subGroupPolicy; Kueue: two-level podset slices; the
 // pinned Volcano v1.14.0-alpha.0 has no sub-groups, so run it with HB_PEERS_SCHEDULERS=hyperbatch,kueue),
 // and reports the share of the placed gangs' sub-groups inside one tier-1 HyperNode; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
-// Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
+// Kueue run of each size, and of hyperbatch-scheduler over the first hyperbatch run, into the run's log
+// directory (kueue-cpu.pprof, scheduler-cpu.pprof); HB_PEERS_LOGS=<dir> keeps every process's log
 // (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the
 // section "scheduler <size>[ <rows>]" of bench/results/peers.txt and the picture
 // bench/results/placement-<size>[-<rows>][-subgroups<N>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
@@ -254,7 +255,7 @@ func BenchmarkPeers(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf)}
+			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf), profiled: map[string]bool{}}
 			if selected(peerKueue) {
 				if err := p.setupKueue(context.Background()); err != nil {
 					b.Fatal(err)
@@ -346,10 +347,20 @@ type peerEnv struct {
 	seq    int
 	// probeNode, when set, is a node outside the tree, tainted probeTaint, where the probe runs.
 	probeNode string
-	// kueuePprof is the running Kueue manager's pprof address; kueueProfiled marks that this size's
-	// Kueue profile is taken.
-	kueuePprof    string
-	kueueProfiled bool
+	// kueuePprof is the running Kueue manager's pprof address, schedPprof hyperbatch-scheduler's
+	// (HB_PEERS_PROFILE only); profiled marks the rows whose profile this size has taken.
+	kueuePprof, schedPprof string
+	profiled               map[string]bool
+}
+
+// peerProfile is HB_PEERS_PROFILE: how long a CPU profile of Kueue's manager and of
+// hyperbatch-scheduler to take over the first run of each per size (0: none).
+func peerProfile() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // peerProcs are one run's processes: the scheduler, its companion and (Kueue) the Job controller.
@@ -433,9 +444,22 @@ func (p *peerEnv) run(s peerSched) peerRun {
 	defer pp.stop(b)
 	sched, comp, jobs, logDir := pp.sched, pp.comp, pp.jobs, pp.logDir
 	var profiled chan struct{}
-	if d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE")); err == nil && d > 0 && s.name == "kueue" && !p.kueueProfiled {
-		p.kueueProfiled, profiled = true, make(chan struct{})
-		go func() { defer close(profiled); p.kueueProfile(logDir, d) }()
+	if d := peerProfile(); d > 0 && !p.profiled[s.name] {
+		switch s.name {
+		case "kueue":
+			p.profiled[s.name], profiled = true, make(chan struct{})
+			go func() {
+				defer close(profiled)
+				p.saveCPUProfile("Kueue", &http.Client{}, p.kueuePprof, filepath.Join(logDir, "kueue-cpu.pprof"), d)
+			}()
+		case "hyperbatch":
+			p.profiled[s.name], profiled = true, make(chan struct{})
+			insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback, a self-signed test server
+			go func() {
+				defer close(profiled)
+				p.saveCPUProfile("hyperbatch-scheduler", insecure, p.schedPprof, filepath.Join(logDir, "scheduler-cpu.pprof"), d)
+			}()
+		}
 	}
 	cpu0, ccpu0, jcpu0 := sched.CPUSeconds(), cpuOf(comp), cpuOf(jobs)
 	r := p.workload(s, sched)
@@ -545,9 +569,16 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 	insecure := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health check of a self-signed test server
+	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"}
+	if s.name == "hyperbatch" && peerProfile() > 0 {
+		// kube-scheduler serves /debug/pprof on its secure port (--profiling, on by default) to
+		// authorized callers only; with no authorization kubeconfig here, only the paths it always
+		// allows are reachable, so the profile's path is added to them.
+		args = append(args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*")
+		p.schedPprof = fmt.Sprintf("https://127.0.0.1:%d", port)
+	}
 	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
-		"scheduler", []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"},
-		framework.HTTPReadyWith(insecure, url))
+		"scheduler", args, framework.HTTPReadyWith(insecure, url))
 }
 
 func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {
