@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -72,7 +73,8 @@ import (
 // inside one tier-1 HyperNode (hyperbatch: subGroupPolicy; Kueue: two-level podset slices; the
 // pinned Volcano v1.14.0-alpha.0 has no sub-groups, so run it with HB_PEERS_SCHEDULERS=hyperbatch,kueue),
 // and reports the share of the placed gangs' sub-groups inside one tier-1 HyperNode; HB_PEERS_PROFILE=30s saves a CPU profile of Kueue's manager over the first
-// Kueue run of each size into the run's log directory; HB_PEERS_LOGS=<dir> keeps every process's log
+// Kueue run of each size, and of hyperbatch-scheduler over the first hyperbatch run, into the run's log
+// directory (kueue-cpu.pprof, scheduler-cpu.pprof); HB_PEERS_LOGS=<dir> keeps every process's log
 // (and that profile) under <dir>/<size>/ instead of a temporary directory. Results replace the
 // section "scheduler <size>[ <rows>]" of bench/results/peers.txt and the picture
 // bench/results/placement-<size>[-<rows>][-subgroups<N>].svg (HB_BENCH_RESULTS=off leaves both alone). SIGINT or
@@ -253,7 +255,7 @@ func BenchmarkPeers(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf)}
+			p := &peerEnv{b: b, env: env, cs: cs, dir: dir, kc: kc, tree: tree, vcConf: string(vcConf), profiled: map[string]bool{}}
 			if selected(peerKueue) {
 				if err := p.setupKueue(context.Background()); err != nil {
 					b.Fatal(err)
@@ -281,10 +283,10 @@ func BenchmarkPeers(b *testing.B) {
 				if sub := peerSubGroupSize(); sub > 0 {
 					rows += fmt.Sprintf(" HB_PEERS_SUBGROUPS=%d", sub)
 				}
-				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s\n"+
+				head := fmt.Sprintf("# %s BenchmarkPeers size %s, GOMAXPROCS=%d, %s; load average %s at start, %s at end (the machine is shared); wall time %s; each run bounded by %s; commit %s\n"+
 					"# bench-run env HB_PEERS_SIZES=%s%s HB_PEERS_TIMEOUT=%s make bench-peers\n",
 					time.Now().UTC().Format(time.RFC3339), tree.label, runtime.GOMAXPROCS(0), runtime.Version(), load0, framework.LoadAverage(), time.Since(begin).Round(time.Second),
-					peerRunTimeout(), tree.sizeArg(), rows, peerRunTimeout())
+					peerRunTimeout(), sourceCommit(root), tree.sizeArg(), rows, peerRunTimeout())
 				if err := framework.WriteResultSection("peers.txt", peerSection(tree, only), head+peerReport(tree, setupTook, aggs)); err != nil {
 					b.Errorf("writing bench/results/peers.txt: %v", err)
 				}
@@ -302,6 +304,21 @@ func BenchmarkPeers(b *testing.B) {
 			}
 		})
 	}
+}
+
+// sourceCommit is the commit the benchmark's binaries were built from, for the results header:
+// the short hash of HEAD, "+changes" when the work tree differs from it outside bench/results (which
+// the benchmark itself writes), or "unknown" without git.
+func sourceCommit(root string) string {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if diff, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results").Output(); err == nil && len(strings.TrimSpace(string(diff))) > 0 {
+		c += "+changes"
+	}
+	return c
 }
 
 // peerSection is the results section of one size and selection of rows: "scheduler <size>" for every
@@ -330,10 +347,20 @@ type peerEnv struct {
 	seq    int
 	// probeNode, when set, is a node outside the tree, tainted probeTaint, where the probe runs.
 	probeNode string
-	// kueuePprof is the running Kueue manager's pprof address; kueueProfiled marks that this size's
-	// Kueue profile is taken.
-	kueuePprof    string
-	kueueProfiled bool
+	// kueuePprof is the running Kueue manager's pprof address, schedPprof hyperbatch-scheduler's
+	// (HB_PEERS_PROFILE only); profiled marks the rows whose profile this size has taken.
+	kueuePprof, schedPprof string
+	profiled               map[string]bool
+}
+
+// peerProfile is HB_PEERS_PROFILE: how long a CPU profile of Kueue's manager and of
+// hyperbatch-scheduler to take over the first run of each per size (0: none).
+func peerProfile() time.Duration {
+	d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE"))
+	if err != nil || d <= 0 {
+		return 0
+	}
+	return d
 }
 
 // peerProcs are one run's processes: the scheduler, its companion and (Kueue) the Job controller.
@@ -417,9 +444,22 @@ func (p *peerEnv) run(s peerSched) peerRun {
 	defer pp.stop(b)
 	sched, comp, jobs, logDir := pp.sched, pp.comp, pp.jobs, pp.logDir
 	var profiled chan struct{}
-	if d, err := time.ParseDuration(os.Getenv("HB_PEERS_PROFILE")); err == nil && d > 0 && s.name == "kueue" && !p.kueueProfiled {
-		p.kueueProfiled, profiled = true, make(chan struct{})
-		go func() { defer close(profiled); p.kueueProfile(logDir, d) }()
+	if d := peerProfile(); d > 0 && !p.profiled[s.name] {
+		switch s.name {
+		case "kueue":
+			p.profiled[s.name], profiled = true, make(chan struct{})
+			go func() {
+				defer close(profiled)
+				p.saveCPUProfile("Kueue", &http.Client{}, p.kueuePprof, filepath.Join(logDir, "kueue-cpu.pprof"), d)
+			}()
+		case "hyperbatch":
+			p.profiled[s.name], profiled = true, make(chan struct{})
+			insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback, a self-signed test server
+			go func() {
+				defer close(profiled)
+				p.saveCPUProfile("hyperbatch-scheduler", insecure, p.schedPprof, filepath.Join(logDir, "scheduler-cpu.pprof"), d)
+			}()
+		}
 	}
 	cpu0, ccpu0, jcpu0 := sched.CPUSeconds(), cpuOf(comp), cpuOf(jobs)
 	r := p.workload(s, sched)
@@ -435,9 +475,13 @@ func (p *peerEnv) run(s peerSched) peerRun {
 		saveVolcanoMetrics(b, sched, logDir)
 	}
 	pp.checkAlive(b, s.name)
-	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
+	subs := ""
+	if r.subGroups > 0 {
+		subs = fmt.Sprintf(", sub-groups in one tier-1 HyperNode %d/%d", r.subInRack, r.subGroups)
+	}
+	b.Logf("%-12s %s: %d/%d gangs placed in %.1fs, %.1f pods/s, p50 %.2fs p99 %.2fs, lowest tier %d/%d, partial %d%s, cpu %.1fs (+%.1fs companion, +%.1fs Job controller), peak RSS %.0f MiB; logs in %s",
 		s.name, p.tree.label, r.placed, r.gangs, r.elapsed.Seconds(), float64(r.boundPods)/r.elapsed.Seconds(), quantile(r.latency, 0.5).Seconds(),
-		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
+		quantile(r.latency, 0.99).Seconds(), r.lowest, r.gangs, r.partial, subs, r.cpu, r.compCPU, r.jobCPU, float64(r.rssKiB)/1024, logDir)
 	return r
 }
 
@@ -525,9 +569,16 @@ func (p *peerEnv) startScheduler(ctx context.Context, s peerSched, logDir string
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 	insecure := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health check of a self-signed test server
+	args := []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"}
+	if s.name == "hyperbatch" && peerProfile() > 0 {
+		// kube-scheduler serves /debug/pprof on its secure port (--profiling, on by default) to
+		// authorized callers only; with no authorization kubeconfig here, only the paths it always
+		// allows are reachable, so the profile's path is added to them.
+		args = append(args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*")
+		p.schedPprof = fmt.Sprintf("https://127.0.0.1:%d", port)
+	}
 	return framework.StartProcess(ctx, framework.NeighbourOptions{Kubeconfig: p.kc, LogDir: logDir, BinDir: filepath.Join(framework.RepoRoot(), "bin")},
-		"scheduler", []string{"--config=" + path, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port), "--v=1"},
-		framework.HTTPReadyWith(insecure, url))
+		"scheduler", args, framework.HTTPReadyWith(insecure, url))
 }
 
 func peerPodGroup(ns string, g peerGang) *schedulingv1beta1.PodGroup {
@@ -591,7 +642,9 @@ func (p *peerEnv) cleanup(s peerSched, ns string) {
 		return
 	}
 	deletePods(p.b, p.cs, ns)
-	if err := p.env.Client.DeleteAllOf(context.Background(), &schedulingv1beta1.PodGroup{}, client.InNamespace(ns)); err != nil {
+	if err := retrying(context.Background(), "deleting the PodGroups of namespace "+ns, func(ctx context.Context) error {
+		return p.env.Client.DeleteAllOf(ctx, &schedulingv1beta1.PodGroup{}, client.InNamespace(ns))
+	}); err != nil {
 		p.b.Fatal(err)
 	}
 }

@@ -453,7 +453,9 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	// Background: the Jobs go at once (Orphan and Foreground leave a finalizer only a garbage
 	// collector removes); the Job controller then creates no more pods, and the pods and Workloads
 	// they owned are deleted here.
-	if err := p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+	if err := retrying(ctx, "deleting the Jobs of namespace "+ns, func(ctx context.Context) error {
+		return p.env.Client.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
+	}); err != nil {
 		b.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -466,7 +468,12 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	deletePods(b, p.cs, ns)
 	wl := &unstructured.Unstructured{}
 	wl.SetGroupVersionKind(kueueGV.WithKind("Workload"))
-	if err := p.env.Client.DeleteAllOf(ctx, wl, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+	if err := retrying(ctx, "deleting Kueue's Workloads of namespace "+ns, func(ctx context.Context) error {
+		if err := p.env.Client.DeleteAllOf(ctx, wl, client.InNamespace(ns)); !meta.IsNoMatchError(err) {
+			return err
+		}
+		return nil
+	}); err != nil {
 		b.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -480,25 +487,30 @@ func (p *peerEnv) kueueCleanup(ns string) {
 	}
 }
 
-// kueueProfile saves a CPU profile of Kueue's manager over d into dir (best effort: a failure is logged).
-func (p *peerEnv) kueueProfile(dir string, d time.Duration) {
-	if p.kueuePprof == "" {
+// saveCPUProfile saves a CPU profile over d from the pprof server at base (".../debug/pprof" is
+// appended) into path (best effort: a failure is logged with what).
+func (p *peerEnv) saveCPUProfile(what string, c *http.Client, base, path string, d time.Duration) {
+	if base == "" {
 		return
 	}
-	c := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.kueuePprof, int(d.Seconds())))
+	c.Timeout = d + 30*time.Second
+	resp, err := c.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, int(d.Seconds())))
 	if err != nil {
-		p.b.Logf("Kueue CPU profile: %v", err)
+		p.b.Logf("%s CPU profile: %v", what, err)
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		p.b.Logf("Kueue CPU profile: %v", err)
+		p.b.Logf("%s CPU profile: %v", what, err)
 		return
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kueue-cpu.pprof"), buf.Bytes(), 0o600); err != nil {
-		p.b.Logf("Kueue CPU profile: %v", err)
+	if resp.StatusCode != http.StatusOK {
+		p.b.Logf("%s CPU profile: %s: %s", what, resp.Status, buf.String())
+		return
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		p.b.Logf("%s CPU profile: %v", what, err)
 	}
 }
 

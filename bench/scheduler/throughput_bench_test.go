@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
@@ -667,17 +666,10 @@ func waitBound(ctx context.Context, cs kubernetes.Interface, ns string, n int, t
 	return fmt.Errorf("%d of %d pods bound: %w", len(seen), n, ctx.Err())
 }
 
+// deletePods deletes the namespace's pods and waits until they are gone (deleteAllPods).
 func deletePods(b *testing.B, cs kubernetes.Interface, ns string) {
-	ctx := context.Background()
-	if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+	if err := deleteAllPods(context.Background(), cs, ns); err != nil {
 		b.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil && len(l.Items) == 0, nil
-	})
-	if err != nil {
-		b.Fatalf("%s: pods not deleted: %v", ns, err)
 	}
 }
 
