@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -121,8 +122,8 @@ func NewReconciler(mgr ctrl.Manager, opts Options) (*Reconciler, error) {
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager registers the indexes and watches: PodGroups, their member pods, Queues and
-// Volcano Jobs.
+// SetupWithManager registers the indexes and watches: PodGroups, their member pods (only the events
+// that can change a status: memberPodChanges), Queues and Volcano Jobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	registerMetrics()
 	ctx := context.Background()
@@ -153,11 +154,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles}).
 		Watches(&schedulingv1beta1.PodGroup{}, r.podGroupHandler()).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if n := o.GetAnnotations()[schedulingv1beta1.KubeGroupNameAnnotationKey]; n != "" {
+			if n := groupOf(o); n != "" {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
 			}
 			return nil
-		})).
+		}), builder.WithPredicates(memberPodChanges)).
 		Watches(&schedulingv1beta1.Queue{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return r.waitingInQueue(ctx, o.GetName())
 		})).
