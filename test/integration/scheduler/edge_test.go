@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -43,41 +44,9 @@ func TestPodGroupDeleteReleasesReservations(t *testing.T) {
 // A node leaving the cluster while a gang without a networkTopology (so without a plan) waits at
 // Permit on it re-plans the gang onto the remaining nodes before the Permit timeout.
 func TestNodeLeavingReplansWaitingGang(t *testing.T) {
-	dumpLogOnFailure(t)
-	const test = "nodeleave"
-	ns := namespace(t, "t-nodeleave")
-	buildTree(t, test, 1, 2)
-
-	podGroup(t, ns, "g", 4, nil)
-	pods := gangPods(test, ns, "g", 4)
-	pods[3].Spec.SchedulerName = "nobody"
-	createPods(t, pods...)
-	waitFor(t, 30*time.Second, func() bool { return len(waitingPods(ns, "g")) == 3 }, "3 pods waiting at Permit")
-	var gone string
-	for _, n := range waitingPods(ns, "g") {
-		gone = n
-	}
-	ctx := ctxFor(t, 30*time.Second)
-	require.NoError(t, cs.CoreV1().Nodes().Delete(ctx, gone, metav1.DeleteOptions{}))
-	waitFor(t, 30*time.Second, func() bool {
-		w := waitingPods(ns, "g")
-		if len(w) != 3 {
-			return false
-		}
-		for _, n := range w {
-			if n == gone {
-				return false
-			}
-		}
-		return true
-	}, fmt.Sprintf("the waiting pods to leave deleted node %s", gone))
-	waitEvent(t, ns, "g", "GangReleased", fmt.Sprintf("node %s left the cluster while the gang waited", gone))
-
-	deletePod(t, ns, pods[3].Name)
-	createPods(t, gangPod(test, ns, "g", "g-real"))
-	for p, n := range waitBound(t, ns, "g", 4, 60*time.Second) {
-		require.NotEqual(t, gone, n, "pod %s bound to the deleted node", p)
-	}
+	replansWaitingGang(t, "nodeleave", "deleted", func(ctx context.Context, node string) {
+		require.NoError(t, cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}))
+	}, "node %s left the cluster while the gang waited")
 }
 
 // A node found not Ready (the node controller's node.kubernetes.io/unreachable:NoSchedule, put on
@@ -85,9 +54,23 @@ func TestNodeLeavingReplansWaitingGang(t *testing.T) {
 // stops a real kubelet) while a gang waits at Permit on it re-plans the gang onto the remaining
 // nodes before the Permit timeout, instead of binding pods to a node that cannot run them.
 func TestNotReadyNodeReplansWaitingGang(t *testing.T) {
+	replansWaitingGang(t, "notready", "unreachable", func(ctx context.Context, node string) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule})
+		_, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}, "node %s became NotReady (node.kubernetes.io/unreachable:NoSchedule) while the gang waited")
+}
+
+// replansWaitingGang holds a 4-pod gang at Permit with 3 pods reserved (its 4th names another
+// scheduler), does act to the node of one reservation, and checks that the gang is released with
+// the GangReleased Event event (a format with the node's name) and re-planned off that node: the 3
+// waiting pods leave it, and once the 4th member comes the gang binds whole elsewhere.
+func replansWaitingGang(t *testing.T, test, what string, act func(ctx context.Context, node string), event string) {
+	t.Helper()
 	dumpLogOnFailure(t)
-	const test = "notready"
-	ns := namespace(t, "t-notready")
+	ns := namespace(t, "t-"+test)
 	buildTree(t, test, 1, 2)
 
 	podGroup(t, ns, "g", 4, nil)
@@ -95,34 +78,29 @@ func TestNotReadyNodeReplansWaitingGang(t *testing.T) {
 	pods[3].Spec.SchedulerName = "nobody"
 	createPods(t, pods...)
 	waitFor(t, 30*time.Second, func() bool { return len(waitingPods(ns, "g")) == 3 }, "3 pods waiting at Permit")
-	var down string
+	var node string
 	for _, n := range waitingPods(ns, "g") {
-		down = n
+		node = n
 	}
-	ctx := ctxFor(t, 30*time.Second)
-	node, err := cs.CoreV1().Nodes().Get(ctx, down, metav1.GetOptions{})
-	require.NoError(t, err)
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule})
-	_, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	act(ctxFor(t, 30*time.Second), node)
 	waitFor(t, 30*time.Second, func() bool {
 		w := waitingPods(ns, "g")
 		if len(w) != 3 {
 			return false
 		}
 		for _, n := range w {
-			if n == down {
+			if n == node {
 				return false
 			}
 		}
 		return true
-	}, fmt.Sprintf("the waiting pods to leave unreachable node %s", down))
-	waitEvent(t, ns, "g", "GangReleased", fmt.Sprintf("node %s became NotReady (node.kubernetes.io/unreachable:NoSchedule) while the gang waited", down))
+	}, fmt.Sprintf("the waiting pods to leave %s node %s", what, node))
+	waitEvent(t, ns, "g", "GangReleased", fmt.Sprintf(event, node))
 
 	deletePod(t, ns, pods[3].Name)
 	createPods(t, gangPod(test, ns, "g", "g-real"))
 	for p, n := range waitBound(t, ns, "g", 4, 60*time.Second) {
-		require.NotEqual(t, down, n, "pod %s bound to the unreachable node", p)
+		require.NotEqual(t, node, n, "pod %s bound to the %s node", p, what)
 	}
 }
 
