@@ -5,13 +5,15 @@ package e2e
 // Kubeflow Trainer's own Volcano example (examples/yaml/04-volcano-integration.yaml of the module
 // hack/tools/trainer pins) applied to the local cluster as a new user would, with `kubectl apply`, in
 // a namespace a WorkloadPolicy governs: Trainer's controller manager (started by hack/localcluster)
-// makes the PodGroup, hyperbatch-scheduler places the gang in one HyperNode, kwok runs the pods to
-// completion and the TrainJob ends Complete.
+// makes the PodGroup, hyperbatch-scheduler places the gang in one HyperNode, the pods run to
+// completion (kwok's stages, or the worker image on real nodes) and the TrainJob ends Complete.
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +23,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
@@ -33,19 +37,28 @@ import (
 	itframework "github.com/hyperbatch/hyperbatch/test/integration/framework"
 )
 
-// Trainer's 04-volcano-integration.yaml, unchanged, in a namespace whose policy gives a queue,
+// Trainer's 04-volcano-integration.yaml in a namespace whose policy gives a queue,
 // hyperbatch-scheduler and hard topology up to tier 2 (the README's policy): Trainer makes the
 // PodGroup (the TrainJob's name, controlled by it, minMember 4) with the policy's queue and topology
-// and hyperbatch's price (4 × 1 CPU, 2Gi); hyperbatch-scheduler binds no pod before all 4 exist and
-// the PodGroup is Inqueue, and binds all 4 inside one HyperNode of tier 2 or lower; kwok runs them to
-// completion, the TrainJob ends Complete and the PodGroup Completed; deleting the example removes
-// the PodGroup with the TrainJob.
+// and hyperbatch's price (4 × resourcesPerNode.requests); hyperbatch-scheduler binds no pod before all
+// 4 exist and the PodGroup is Inqueue, and binds all 4 inside one HyperNode of tier 2 or lower; the
+// pods run to completion, the TrainJob ends Complete and the PodGroup Completed; deleting the
+// example removes the PodGroup with the TrainJob.
+//
+// On kwok nodes the example is applied unchanged and kwok completes its pods. Real nodes cannot pull
+// its pytorch image, so there the ClusterTrainingRuntime is the example's and the TrainJob is the
+// example's with what a user would change for an image of their own: spec.trainer's image, command
+// and resourcesPerNode, and a runtimePatches entry with the node selector; the worker image really
+// runs (5 s) in every pod.
 func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
-	e2efw.SkipUnlessSimulated(t, "the example runs a pytorch image with python; kwok nodes run and complete its pods")
 	dir, err := itframework.TrainerModuleDir()
 	require.NoError(t, err)
 	example := filepath.Join(dir, "examples", "yaml", "04-volcano-integration.yaml")
 	const name = "volcano-example" // the example's TrainJob
+	perNode := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}
+	if nodes := e2efw.Workload(); !nodes.Simulated() {
+		example, perNode = trainerExampleForRealNodes(t, example, nodes)
+	}
 	ns := primary.Namespace(t)
 	queue := "tj-" + ns
 	openQueue(t, queue)
@@ -92,10 +105,11 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 	require.NotNil(t, pg.Spec.NetworkTopology.HighestTierAllowed)
 	assert.Equal(t, 2, *pg.Spec.NetworkTopology.HighestTierAllowed)
 	require.NotNil(t, pg.Spec.MinResources)
-	for res, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "4", corev1.ResourceMemory: "8Gi"} {
+	for res, per := range perNode {
 		got := (*pg.Spec.MinResources)[res]
-		w := resource.MustParse(want)
-		assert.Zero(t, w.Cmp(got), "minResources %s: want %s (4 × resourcesPerNode.requests), got %s", res, want, got.String())
+		w := per.DeepCopy()
+		w.Mul(4)
+		assert.Zero(t, w.Cmp(got), "minResources %s: want %s (4 × resourcesPerNode.requests), got %s", res, w.String(), got.String())
 	}
 
 	// Scheduled as a gang: 4 pods bound, none before all 4 existed and the PodGroup was Inqueue.
@@ -131,7 +145,8 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 	require.Contains(t, phaseRV, schedulingv1beta1.PodGroupInqueue, "the PodGroup was never Inqueue")
 	assert.Less(t, phaseRV[schedulingv1beta1.PodGroupInqueue], first, "a pod bound before the PodGroup was Inqueue")
 
-	// kwok runs and completes the pods: the TrainJob ends Complete, the PodGroup Completed.
+	// The pods run to completion (kwok's stages, or the worker in containerd): the TrainJob ends
+	// Complete, the PodGroup Completed.
 	e2efw.Poll(t, 3*time.Minute, "TrainJob "+name+" to finish", func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 			return false, err
@@ -141,6 +156,24 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 	status, _, _ := itframework.TrainJobCondition(tj, workload.TrainJobComplete)
 	failed, why, _ := itframework.TrainJobCondition(tj, workload.TrainJobFailed)
 	require.Equal(t, "True", status, "TrainJob %s finished but is not Complete (Failed %s, reason %s)", name, failed, why)
+	// Every pod ran on the node choice's nodes; on real nodes its worker container exited 0.
+	nodeChoice := e2efw.Workload()
+	require.NoError(t, c.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}))
+	require.Len(t, pods.Items, 4)
+	for _, p := range pods.Items {
+		var node corev1.Node
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Name: p.Spec.NodeName}, &node))
+		for k, v := range nodeChoice.Selector {
+			assert.Equal(t, v, node.Labels[k], "pod %s ran on node %s, outside the node choice %v", p.Name, node.Name, nodeChoice.Selector)
+		}
+		if nodeChoice.Simulated() {
+			continue
+		}
+		require.Len(t, p.Status.ContainerStatuses, 1, "pod %s", p.Name)
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		require.NotNil(t, term, "pod %s: its container has not terminated", p.Name)
+		assert.Equal(t, int32(0), term.ExitCode, "pod %s: the worker exited %d (%s)", p.Name, term.ExitCode, term.Reason)
+	}
 	e2efw.Poll(t, 60*time.Second, "the PodGroup Completed", func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(pg), pg)
 		return err == nil && pg.Status.Phase == schedulingv1beta1.PodGroupCompleted, err
@@ -150,4 +183,59 @@ func TestTrainerVolcanoExampleOnLocalCluster(t *testing.T) {
 	out, err := primary.Kubectl("delete", "-n", ns, "-f", example, "--wait=false")
 	require.NoError(t, err, "kubectl delete: %s", out)
 	primary.WaitDeleted(t, pg, "Trainer's PodGroup to go with its TrainJob", 60*time.Second)
+}
+
+// trainerExampleForRealNodes writes Trainer's example (at path) for real nodes into a file of its
+// own: the ClusterTrainingRuntime unchanged; the TrainJob with the worker image run for 5 s in place
+// of the pytorch image and its python command, small requests, and a runtimePatches entry giving its
+// pods the node choice's selector and tolerations. It returns the file and the per-node requests.
+func trainerExampleForRealNodes(t *testing.T, path string, nodes e2efw.Nodes) (string, corev1.ResourceList) {
+	t.Helper()
+	objs := itframework.ReadObjects(t, path)
+	perNode := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	worker := nodes.RunningContainer("node", 5*time.Second)
+	var podSpec corev1.PodSpec
+	nodes.Apply(&podSpec)
+	found := false
+	for _, o := range objs {
+		if o.GetKind() != "TrainJob" {
+			continue
+		}
+		found = true
+		require.NoError(t, unstructured.SetNestedField(o.Object, worker.Image, "spec", "trainer", "image"))
+		unstructured.RemoveNestedField(o.Object, "spec", "trainer", "command")
+		require.NoError(t, unstructured.SetNestedStringSlice(o.Object, worker.Args, "spec", "trainer", "args"))
+		requests := map[string]any{}
+		for r, q := range perNode {
+			requests[string(r)] = q.String()
+		}
+		require.NoError(t, unstructured.SetNestedMap(o.Object, map[string]any{"requests": requests}, "spec", "trainer", "resourcesPerNode"))
+		sel := map[string]any{}
+		for k, v := range podSpec.NodeSelector {
+			sel[k] = v
+		}
+		podPatch := map[string]any{"nodeSelector": sel}
+		if len(podSpec.Tolerations) > 0 {
+			tol, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+				T []corev1.Toleration `json:"t"`
+			}{podSpec.Tolerations})
+			require.NoError(t, err)
+			podPatch["tolerations"] = tol["t"]
+		}
+		patch := map[string]any{"manager": "e2e.hyperbatch.dev/node-choice", "trainingRuntimeSpec": map[string]any{
+			"template": map[string]any{"spec": map[string]any{"replicatedJobs": []any{map[string]any{
+				"name": "node", "template": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": podPatch}}}}}}}}}
+		require.NoError(t, unstructured.SetNestedSlice(o.Object, []any{patch}, "spec", "runtimePatches"))
+	}
+	require.True(t, found, "%s has no TrainJob", path)
+	var b strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		require.NoError(t, err)
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	out := filepath.Join(t.TempDir(), "04-volcano-integration-real-nodes.yaml")
+	require.NoError(t, os.WriteFile(out, []byte(b.String()), 0o644))
+	return out, perNode
 }
