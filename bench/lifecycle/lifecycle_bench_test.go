@@ -14,6 +14,7 @@
 // the due time from the object's timestamps (creationTimestamp + deadline), and minus the due time
 // from the moment the Create call returned (what the user sees: creationTimestamp has whole-second
 // precision, so the rule can act up to 1 s before the true creation + deadline).
+// BenchmarkJobSetDeadlineAccuracy is the same for running JobSets.
 //
 // Each benchmark appends a dated summary line to bench/results/lifecycle.txt unless
 // LIFECYCLE_BENCH_NO_RESULTS is set.
@@ -35,6 +36,7 @@ import (
 
 	hbv1 "github.com/hyperbatch/hyperbatch/api/v1alpha1"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +44,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/scheme"
@@ -304,26 +307,67 @@ func runTTLDeletions(b *testing.B, k ttlKind) {
 	}
 }
 
-func name(i int) string { return fmt.Sprintf("hj-%05d", i) }
+
+// deadlineKind is what the deadline benchmark needs of one kind of workload.
+type deadlineKind struct {
+	plural string        // in the result line: "HyperJobs"
+	prefix string        // of the namespace and the object names
+	proto  client.Object // the informer's kind
+	// build returns object name with its active-deadline annotation of seconds, running.
+	build func(ns, name string, seconds int) client.Object
+	// failed says the object carries the Failed condition with reason DeadlineExceeded.
+	failed func(client.Object) bool
+}
+
+func failedForDeadline(conds []metav1.Condition) bool {
+	cond := apimeta.FindStatusCondition(conds, "Failed")
+	return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "DeadlineExceeded"
+}
 
 func BenchmarkDeadlineAccuracy(b *testing.B) {
+	runDeadlineAccuracy(b, deadlineKind{plural: "HyperJobs", prefix: "hj", proto: &trainingv1alpha1.HyperJob{},
+		build: func(ns, name string, seconds int) client.Object {
+			return &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				Annotations: map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: strconv.Itoa(seconds)}}}
+		},
+		failed: func(o client.Object) bool {
+			hj, ok := o.(*trainingv1alpha1.HyperJob)
+			return ok && failedForDeadline(hj.Status.Conditions)
+		}})
+}
+
+// BenchmarkJobSetDeadlineAccuracy is BenchmarkDeadlineAccuracy for JobSets (no JobSet controller
+// runs: a JobSet that is not suspended runs from its creation, and the lifecycle controller writes
+// its Failed condition).
+func BenchmarkJobSetDeadlineAccuracy(b *testing.B) {
+	runDeadlineAccuracy(b, deadlineKind{plural: "JobSets", prefix: "js", proto: &jobsetv1alpha2.JobSet{},
+		build: func(ns, name string, seconds int) client.Object {
+			return &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+				Annotations: map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: strconv.Itoa(seconds)}},
+				Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{Name: "w", Replicas: 1,
+					Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "w", Image: "registry.k8s.io/pause:3.10"}}}}}}}}}}
+		},
+		failed: func(o client.Object) bool {
+			js, ok := o.(*jobsetv1alpha2.JobSet)
+			return ok && failedForDeadline(js.Status.Conditions)
+		}})
+}
+
+// runDeadlineAccuracy: LIFECYCLE_BENCH_DEADLINES running objects of kind k with deadlines spread
+// over 30 s; the error of each is the time the benchmark's informer sees its Failed/DeadlineExceeded
+// condition minus its due time.
+func runDeadlineAccuracy(b *testing.B, k deadlineKind) {
 	n := envInt("LIFECYCLE_BENCH_DEADLINES", 1000)
 	const spread, base = 30, 10
 	c := benchClient(b)
 	ctx := context.Background()
-	ns := fmt.Sprintf("deadline-bench-%d", time.Now().UnixNano())
+	ns := fmt.Sprintf("%s-deadline-bench-%d", k.prefix, time.Now().UnixNano())
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
 	mgr := startManager(b)
-	seen, mu, stop := watchFirst(b, ns, &trainingv1alpha1.HyperJob{}, func(o client.Object) bool {
-		hj, ok := o.(*trainingv1alpha1.HyperJob)
-		if !ok {
-			return false
-		}
-		cond := apimeta.FindStatusCondition(hj.Status.Conditions, "Failed")
-		return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "DeadlineExceeded"
-	})
+	seen, mu, stop := watchFirst(b, ns, k.proto, k.failed)
 	defer stop()
 	cpuStart := mgr.cpuSeconds(b)
 	type created struct {
@@ -333,23 +377,22 @@ func BenchmarkDeadlineAccuracy(b *testing.B) {
 	dues := make(map[string]created, n)
 	framework.Parallel(b, 32, n, func(i int) error {
 		d := time.Duration(base+i*spread/n) * time.Second
-		hj := &trainingv1alpha1.HyperJob{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns,
-			Annotations: map[string]string{hbv1.ActiveDeadlineSecondsAnnotation: strconv.Itoa(int(d.Seconds()))}}}
+		obj := k.build(ns, fmt.Sprintf("%s-%05d", k.prefix, i), int(d.Seconds()))
 		before := time.Now()
-		if err := c.Create(ctx, hj); err != nil {
+		if err := c.Create(ctx, obj); err != nil {
 			return err
 		}
 		cmu.Lock()
-		dues[hj.Name] = created{objectDue: hj.CreationTimestamp.Add(d), callDue: before.Add(d)}
+		dues[obj.GetName()] = created{objectDue: obj.GetCreationTimestamp().Add(d), callDue: before.Add(d)}
 		cmu.Unlock()
 		return nil
 	})
 	end := time.Now().Add((base+spread)*time.Second + 2*time.Minute)
 	for time.Now().Before(end) {
 		mu.Lock()
-		k := len(seen)
+		got := len(seen)
 		mu.Unlock()
-		if k >= n {
+		if got >= n {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -376,14 +419,13 @@ func BenchmarkDeadlineAccuracy(b *testing.B) {
 	b.ReportMetric(quantile(callErr, 0), "s-err-vs-create-call-min")
 	b.ReportMetric(quantile(callErr, 1), "s-err-vs-create-call-max")
 	b.ReportMetric(cpu, "manager-cpu-s")
-	b.Logf("%d HyperJobs with deadlines %d..%ds: %d failed; error vs creationTimestamp+deadline min %.3fs p50 %.3fs p99 %.3fs max %.3fs; vs the Create call + deadline min %.3fs max %.3fs; manager CPU %.2fs",
-		n, base, base+spread, len(objErr), quantile(objErr, 0), quantile(objErr, 0.5), quantile(objErr, 0.99), quantile(objErr, 1),
+	line := fmt.Sprintf("deadline accuracy: %d %s, deadlines %d..%ds: %d failed; error vs creationTimestamp+deadline min %.3fs p50 %.3fs p99 %.3fs max %.3fs; vs Create call+deadline min %.3fs max %.3fs; manager CPU %.2fs",
+		n, k.plural, base, base+spread, len(objErr), quantile(objErr, 0), quantile(objErr, 0.5), quantile(objErr, 0.99), quantile(objErr, 1),
 		quantile(callErr, 0), quantile(callErr, 1), cpu)
-	appendResult(b, fmt.Sprintf("deadline accuracy: %d HyperJobs, deadlines %d..%ds: %d failed; error vs creationTimestamp+deadline min %.3fs p50 %.3fs p99 %.3fs max %.3fs; vs Create call+deadline min %.3fs max %.3fs; manager CPU %.2fs",
-		n, base, base+spread, len(objErr), quantile(objErr, 0), quantile(objErr, 0.5), quantile(objErr, 0.99), quantile(objErr, 1),
-		quantile(callErr, 0), quantile(callErr, 1), cpu))
+	b.Log(line)
+	appendResult(b, line)
 	if len(objErr) < n {
-		b.Errorf("only %d of %d HyperJobs failed for their deadline", len(objErr), n)
+		b.Errorf("only %d of %d %s failed for their deadline", len(objErr), n, k.plural)
 	}
 }
 
