@@ -307,7 +307,6 @@ func runTTLDeletions(b *testing.B, k ttlKind) {
 	}
 }
 
-
 // deadlineKind is what the deadline benchmark needs of one kind of workload.
 type deadlineKind struct {
 	plural string        // in the result line: "HyperJobs"
