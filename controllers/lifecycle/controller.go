@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	batchv1alpha1 "volcano.sh/apis/pkg/apis/batch/v1alpha1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 	trainingv1alpha1 "volcano.sh/apis/pkg/apis/training/v1alpha1"
 
 	"github.com/hyperbatch/hyperbatch/internal/defaults"
@@ -146,7 +147,8 @@ type kindController struct {
 func (r *Reconciler) kindControllers() map[defaults.Kind]kindController {
 	return map[defaults.Kind]kindController{
 		defaults.KindVolcanoJob: {name: "vcjob", object: func() client.Object { return &batchv1alpha1.Job{} }, reconcile: r.reconcileVCJob},
-		defaults.KindJobSet:     {name: "jobset", object: func() client.Object { return &jobsetv1alpha2.JobSet{} }, reconcile: r.reconcileJobSet},
+		defaults.KindJobSet: {name: "jobset", object: func() client.Object { return &jobsetv1alpha2.JobSet{} }, reconcile: r.reconcileJobSet,
+			setup: setupJobSet},
 		defaults.KindHyperJob: {name: "hyperjob", object: func() client.Object { return &trainingv1alpha1.HyperJob{} }, reconcile: r.reconcileHyperJob,
 			needs: []defaults.Kind{defaults.KindVolcanoJob}, setup: setupHyperJob},
 		defaults.KindTrainJob: {name: "trainjob", object: func() client.Object { return defaults.NewTrainJob() }, reconcile: r.reconcileTrainJob},
@@ -222,6 +224,25 @@ func setupHyperJob(mgr ctrl.Manager, b *builder.Builder) error {
 		return fmt.Errorf("indexing Volcano Jobs by controlling HyperJob: %w", err)
 	}
 	b.Owns(&batchv1alpha1.Job{})
+	return nil
+}
+
+// setupJobSet registers the PodGroup informer the JobSet deadline reads (afterJobSetDeadline lists
+// the JobSet's PodGroups), so that it starts and syncs with the manager's cache. Started lazily by
+// the first List instead, it blocked every worker that reached a deadline first until it synced:
+// in BenchmarkJobSetDeadlineAccuracy the first 16 deadlines were written at once and then no worker
+// acted for 1.7 s (deadline error p99 1.75 s against 0.31 s for every later second). A cluster
+// without Volcano serves no PodGroups and needs no informer.
+func setupJobSet(mgr ctrl.Manager, _ *builder.Builder) error {
+	pg := schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup")
+	if _, err := mgr.GetRESTMapper().RESTMapping(pg.GroupKind(), pg.Version); apimeta.IsNoMatchError(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("looking up Volcano's PodGroup kind: %w", err)
+	}
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &schedulingv1beta1.PodGroup{}); err != nil {
+		return fmt.Errorf("registering the PodGroup informer of the JobSet lifecycle controller: %w", err)
+	}
 	return nil
 }
 
